@@ -209,3 +209,23 @@ def test_the_shipped_rfc006_sample_sends_service_type_0_which_the_document_does_
     odd = [m for _, m in messages if hasattr(m, "service_type") and m.service_type not in (1, 2, 3)]
     assert odd and len(found) == len(odd)
     assert {(v.rule, v.field, v.value) for v in found} == {("choice", "service_type", 0)}
+
+
+def test_a_field_that_requires_an_archetype_holds_a_value_that_provides_it() -> None:
+    """AMQP 1.0's attach source requires `source` (a composite must provide it), an error's
+    condition `error-condition` (the symbols of the restricted types that provide it)."""
+    from specgen_codecs.amqp_1_0 import v1_0 as amqp
+    from specgen_codecs.amqp_1_0.v1_0 import rules
+    from specgen_codecs.amqp_1_0.values import Symbol
+
+    good = amqp.Attach("l", 0, False, source=amqp.Source("a"), target=amqp.Target("b"))
+    assert rules.violations(good) == []
+    swapped = amqp.Attach("l", 0, False, source=amqp.Target("a"), target=amqp.Source("b"))
+    found = rules.violations(swapped)
+    assert sorted((v.rule, v.field, type(v.value).__name__) for v in found) == [
+        ("requires", "source", "Target"),
+        ("requires", "target", "Source"),
+    ]
+    assert rules.violations(amqp.Error(Symbol("amqp:not-found"))) == []
+    (odd,) = rules.violations(amqp.Error(Symbol("x:no-such-condition")))
+    assert (odd.rule, odd.message, odd.field) == ("requires", "Error", "condition")

@@ -28,8 +28,8 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 class Rule:
     """One rule on a class's attribute (`field`, a dotted path; None: on the message itself).
 
-    `operand`: the number, pattern (regexp), length, sender, (low, high) or the values allowed
-    (choice, response-code); for a comparison with another message's field, `other` names it
+    `operand`: the number, pattern (regexp), length, sender, (low, high), the values allowed
+    (choice, response-code) or (how, what) a value must provide (requires); for a comparison with another message's field, `other` names it
     (class name, attribute), whose value `unbounded` means "no limit"."""
 
     kind: str
@@ -147,6 +147,13 @@ def _check(kind: str, op: Any, v: Any) -> str | None:
         if pattern is None:
             pattern = _PATTERNS[op] = re.compile(op)
         return None if pattern.search(str(v)) else f"does not match {op}"
+    if kind == "requires":  # (how, archetypes or the values of the types providing them)
+        how, allowed = op
+        if how == "provides":
+            if set(getattr(type(v), "PROVIDES", ())) & allowed:
+                return None
+            return f"is a {type(v).__name__}, which provides none of {', '.join(sorted(allowed))}"
+        return None if v in allowed else f"is {v!r}, a value no type providing it has"
     if kind in ("choice", "response-code"):
         if v in op:
             return None

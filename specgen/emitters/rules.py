@@ -47,7 +47,11 @@ VALUE_KINDS = frozenset(
 NOT_CHECKED = {
     "multiple": "what a field may hold: the codec's types say it",
     "default": "what an absent field means: decoding leaves it absent",
-    "requires": "the codec reads only the types a field's constructors allow",
+    "requires": (
+        "checked where the archetype's types are composites (the value's class must provide it)"
+        " or restricted to choices (the value must be one); not where they restrict a primitive"
+        " without choices (a message-id's, an address's): the codec reads its constructor"
+    ),
     "key-version": "a frame of another key or version does not decode at all",
 }
 """Checkable kinds that become no check here, and why."""
@@ -119,7 +123,9 @@ def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
     classes = _classes(plan)
     placed: list[PlacedRule] = []
     for r in protocol.rules:
-        if not r.checkable or r.kind in NOT_CHECKED or r.kind == "prose":
+        if not r.checkable or r.kind == "prose":
+            continue
+        if r.kind in NOT_CHECKED and (r.kind != "requires" or _requires(r, protocol) is None):
             continue
         _, _, owner = r.owner.partition(":")
         targets = classes.get(_norm(owner), [])
@@ -135,12 +141,29 @@ def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
                     f"{r.span}: a {r.kind} rule on {r.address}, which {cls} has no attribute for"
                     " -> correct or waive it with an overlay rule entry"
                 )
-            placed.append(_placed(r, cls, attr, classes))
+            placed.append(_placed(r, cls, attr, classes, protocol))
     return placed
 
 
+def _requires(r: SpecRule, protocol: Protocol) -> tuple[str, frozenset[str]] | None:
+    """How a `requires` rule is checked: ("provides", the archetypes) where every type providing
+    one is a composite, ("one of", their choices) where every one is restricted to choices;
+    None where some restrict a primitive without choices (the codec's constructor says it)."""
+    archetypes = {str(a) for a in r.values}
+    providers = [t for t in protocol.typedefs if archetypes & set(t.provides)]
+    if providers and all(t.klass == "composite" for t in providers):
+        return ("provides", frozenset(archetypes))
+    if providers and all(t.klass == "restricted" and t.choices for t in providers):
+        return ("one of", frozenset(str(c.value) for t in providers for c in t.choices))
+    return None
+
+
 def _placed(
-    r: SpecRule, cls: str, attr: str, classes: dict[str, list[tuple[str, dict[str, str]]]]
+    r: SpecRule,
+    cls: str,
+    attr: str,
+    classes: dict[str, list[tuple[str, dict[str, str]]]],
+    protocol: Protocol,
 ) -> PlacedRule:
     spec = str(r.span) if r.span is not None else f"overlay {r.overlay}"
     if r.kind in COMPARISONS and r.other:
@@ -161,6 +184,8 @@ def _placed(
             operand = (r.low, r.high)
         case "choice" | "response-code":
             operand = frozenset(_plain(v) for v in r.values)
+        case "requires":
+            operand = _requires(r, protocol)
         case _:
             operand = _plain(r.value)
     return PlacedRule(cls, r.kind, attr, operand, spec)

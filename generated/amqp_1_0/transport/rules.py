@@ -14,11 +14,11 @@ Rules of the spec, by kind (checked here / checkable, not checked here / prose o
     default           0   15    0
     mandatory        15    0    0
     multiple          0    8    0
-    requires          0    5    0
+    requires          1    4    0
 
 multiple: what a field may hold: the codec's types say it.
 default: what an absent field means: decoding leaves it absent.
-requires: the codec reads only the types a field's constructors allow.
+requires: checked where the archetype's types are composites (the value's class must provide it) or restricted to choices (the value must be one); not where they restrict a primitive without choices (a message-id's, an address's): the codec reads its constructor.
 key-version: a frame of another key or version does not decode at all.
 """
 
@@ -87,6 +87,43 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "Error": (
         Rule(
             "mandatory", "condition", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1360:119"
+        ),
+        Rule(
+            "requires",
+            "condition",
+            (
+                "one of",
+                frozenset(
+                    {
+                        "amqp:connection:forced",
+                        "amqp:connection:framing-error",
+                        "amqp:connection:redirect",
+                        "amqp:decode-error",
+                        "amqp:frame-size-too-small",
+                        "amqp:illegal-state",
+                        "amqp:internal-error",
+                        "amqp:invalid-field",
+                        "amqp:link:detach-forced",
+                        "amqp:link:message-size-exceeded",
+                        "amqp:link:redirect",
+                        "amqp:link:stolen",
+                        "amqp:link:transfer-limit-exceeded",
+                        "amqp:not-allowed",
+                        "amqp:not-found",
+                        "amqp:not-implemented",
+                        "amqp:precondition-failed",
+                        "amqp:resource-deleted",
+                        "amqp:resource-limit-exceeded",
+                        "amqp:resource-locked",
+                        "amqp:session:errant-link",
+                        "amqp:session:handle-in-use",
+                        "amqp:session:unattached-handle",
+                        "amqp:session:window-violation",
+                        "amqp:unauthorized-access",
+                    }
+                ),
+            ),
+            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1360:119",
         ),
     ),
     "Flow": (

@@ -15,11 +15,11 @@ Rules of the spec, by kind (checked here / checkable, not checked here / prose o
     mandatory        25    0    0
     multiple          0   13    0
     prose             0    0   72
-    requires          0   19    0
+    requires          9   10    0
 
 multiple: what a field may hold: the codec's types say it.
 default: what an absent field means: decoding leaves it absent.
-requires: the codec reads only the types a field's constructors allow.
+requires: checked where the archetype's types are composites (the value's class must provide it) or restricted to choices (the value must be one); not where they restrict a primitive without choices (a message-id's, an address's): the codec reads its constructor.
 key-version: a frame of another key or version does not decode at all.
 """
 
@@ -38,11 +38,42 @@ RULES: dict[str, tuple[Rule, ...]] = {
             "choice", "snd_settle_mode", frozenset({0, 1, 2}), "specs/amqp-1-0/transport.xml:3314:5"
         ),
         Rule("choice", "rcv_settle_mode", frozenset({0, 1}), "specs/amqp-1-0/transport.xml:3339:5"),
+        Rule(
+            "requires",
+            "source",
+            ("provides", frozenset({"source"})),
+            "specs/amqp-1-0/transport.xml:2703:7",
+        ),
+        Rule(
+            "requires",
+            "target",
+            ("provides", frozenset({"target"})),
+            "specs/amqp-1-0/transport.xml:2712:7",
+        ),
     ),
     "Begin": (
         Rule("mandatory", "next_outgoing_id", None, "specs/amqp-1-0/transport.xml:2579:7"),
         Rule("mandatory", "incoming_window", None, "specs/amqp-1-0/transport.xml:2586:7"),
         Rule("mandatory", "outgoing_window", None, "specs/amqp-1-0/transport.xml:2593:7"),
+    ),
+    "Coordinator": (
+        Rule(
+            "requires",
+            "capabilities",
+            (
+                "one of",
+                frozenset(
+                    {
+                        "amqp:distributed-transactions",
+                        "amqp:local-transactions",
+                        "amqp:multi-ssns-per-txn",
+                        "amqp:multi-txns-per-ssn",
+                        "amqp:promotable-transactions",
+                    }
+                ),
+            ),
+            "specs/amqp-1-0/transactions.xml:660:7",
+        ),
     ),
     "Declared": (Rule("mandatory", "txn_id", None, "specs/amqp-1-0/transactions.xml:749:7"),),
     "Detach": (Rule("mandatory", "handle", None, "specs/amqp-1-0/transport.xml:3241:7"),),
@@ -51,8 +82,56 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("mandatory", "role", None, "specs/amqp-1-0/transport.xml:3173:7"),
         Rule("choice", "role", frozenset({False, True}), "specs/amqp-1-0/transport.xml:3309:5"),
         Rule("mandatory", "first", None, "specs/amqp-1-0/transport.xml:3182:7"),
+        Rule(
+            "requires",
+            "state",
+            ("provides", frozenset({"delivery-state"})),
+            "specs/amqp-1-0/transport.xml:3208:7",
+        ),
     ),
-    "Error": (Rule("mandatory", "condition", None, "specs/amqp-1-0/transport.xml:3450:7"),),
+    "Error": (
+        Rule("mandatory", "condition", None, "specs/amqp-1-0/transport.xml:3450:7"),
+        Rule(
+            "requires",
+            "condition",
+            (
+                "one of",
+                frozenset(
+                    {
+                        "amqp:connection:forced",
+                        "amqp:connection:framing-error",
+                        "amqp:connection:redirect",
+                        "amqp:decode-error",
+                        "amqp:frame-size-too-small",
+                        "amqp:illegal-state",
+                        "amqp:internal-error",
+                        "amqp:invalid-field",
+                        "amqp:link:detach-forced",
+                        "amqp:link:message-size-exceeded",
+                        "amqp:link:redirect",
+                        "amqp:link:stolen",
+                        "amqp:link:transfer-limit-exceeded",
+                        "amqp:not-allowed",
+                        "amqp:not-found",
+                        "amqp:not-implemented",
+                        "amqp:precondition-failed",
+                        "amqp:resource-deleted",
+                        "amqp:resource-limit-exceeded",
+                        "amqp:resource-locked",
+                        "amqp:session:errant-link",
+                        "amqp:session:handle-in-use",
+                        "amqp:session:unattached-handle",
+                        "amqp:session:window-violation",
+                        "amqp:transaction:rollback",
+                        "amqp:transaction:timeout",
+                        "amqp:transaction:unknown-id",
+                        "amqp:unauthorized-access",
+                    }
+                ),
+            ),
+            "specs/amqp-1-0/transport.xml:3450:7",
+        ),
+    ),
     "Flow": (
         Rule("mandatory", "incoming_window", None, "specs/amqp-1-0/transport.xml:2831:7"),
         Rule("mandatory", "next_outgoing_id", None, "specs/amqp-1-0/transport.xml:2841:7"),
@@ -81,6 +160,18 @@ RULES: dict[str, tuple[Rule, ...]] = {
             frozenset({"connection-close", "link-detach", "never", "session-end"}),
             "specs/amqp-1-0/messaging.xml:1602:5",
         ),
+        Rule(
+            "requires",
+            "distribution_mode",
+            ("one of", frozenset({"copy", "move"})),
+            "specs/amqp-1-0/messaging.xml:1406:7",
+        ),
+        Rule(
+            "requires",
+            "default_outcome",
+            ("provides", frozenset({"outcome"})),
+            "specs/amqp-1-0/messaging.xml:1429:7",
+        ),
     ),
     "Target": (
         Rule("choice", "durable", frozenset({0, 1, 2}), "specs/amqp-1-0/messaging.xml:1570:5"),
@@ -93,10 +184,22 @@ RULES: dict[str, tuple[Rule, ...]] = {
     ),
     "TransactionalState": (
         Rule("mandatory", "txn_id", None, "specs/amqp-1-0/transactions.xml:765:7"),
+        Rule(
+            "requires",
+            "outcome",
+            ("provides", frozenset({"outcome"})),
+            "specs/amqp-1-0/transactions.xml:767:7",
+        ),
     ),
     "Transfer": (
         Rule("mandatory", "handle", None, "specs/amqp-1-0/transport.xml:2967:7"),
         Rule("choice", "rcv_settle_mode", frozenset({0, 1}), "specs/amqp-1-0/transport.xml:3339:5"),
+        Rule(
+            "requires",
+            "state",
+            ("provides", frozenset({"delivery-state"})),
+            "specs/amqp-1-0/transport.xml:3068:7",
+        ),
     ),
 }
 """Each class's rules, by class name."""
