@@ -229,3 +229,18 @@ def test_a_field_that_requires_an_archetype_holds_a_value_that_provides_it() -> 
     assert rules.violations(amqp.Error(Symbol("amqp:not-found"))) == []
     (odd,) = rules.violations(amqp.Error(Symbol("x:no-such-condition")))
     assert (odd.rule, odd.message, odd.field) == ("requires", "Error", "condition")
+
+
+@pytest.mark.parametrize("spec", registry(), ids=lambda s: s.qualified)
+def test_every_rule_is_counted_once_checked_not_checked_or_prose(spec: Any) -> None:
+    from specgen.emitters import rules
+    from specgen.emitters.plan import Planner
+    from specgen.specs import build_ir
+
+    protocol, _ = build_ir(spec)
+    counts = rules.counts(protocol, rules.place(protocol, Planner(protocol).plan()))
+    assert all(n >= 0 for _, *ns in counts for n in ns), counts
+    assert sum(sum(ns) for _, *ns in counts) == len(protocol.rules)
+    for kind, here, _, _ in counts:
+        if kind in rules.NOT_CHECKED and kind != "requires":
+            assert here == 0, kind

@@ -17,6 +17,7 @@ allow), `key-version` (a frame of another key or version does not decode at all)
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ class PlacedRule:
     spec: str  # file:line:col
     other: tuple[str, str] | None = None
     unbounded: int | None = None
+    source: int = 0  # its rule's index in Protocol.rules (one rule may sit on several classes)
 
 
 def _norm(name: str) -> str:
@@ -122,7 +124,7 @@ def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
     """Every checkable rule of a kind checked here, on its class(es)."""
     classes = _classes(plan)
     placed: list[PlacedRule] = []
-    for r in protocol.rules:
+    for index, r in enumerate(protocol.rules):
         if not r.checkable or r.kind == "prose":
             continue
         if r.kind in NOT_CHECKED and (r.kind != "requires" or _requires(r, protocol) is None):
@@ -141,7 +143,9 @@ def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
                     f"{r.span}: a {r.kind} rule on {r.address}, which {cls} has no attribute for"
                     " -> correct or waive it with an overlay rule entry"
                 )
-            placed.append(_placed(r, cls, attr, classes, protocol))
+            placed.append(
+                dataclasses.replace(_placed(r, cls, attr, classes, protocol), source=index)
+            )
     return placed
 
 
@@ -262,7 +266,7 @@ def nested(plan: ModulePlan, placed: list[PlacedRule]) -> dict[str, tuple[str, .
 
 def counts(protocol: Protocol, placed: list[PlacedRule]) -> list[tuple[str, int, int, int]]:
     """Per kind: (kind, checked here, checkable but not checked here, prose only)."""
-    checked = Counter(p.kind for p in placed)
+    checked = Counter(kind for kind, _ in {(p.kind, p.source) for p in placed})
     rows: list[tuple[str, int, int, int]] = []
     for kind in sorted({r.kind for r in protocol.rules}):
         of_kind = [r for r in protocol.rules if r.kind == kind]

@@ -10,11 +10,11 @@ earlier one. Decoding and encoding never look at these rules.
 
 Rules of the spec, by kind (checked here / checkable, not checked here / prose only):
 
-    choice            4   -1    0
+    choice            3    0    0
     key-version       0   53    0
     length            4    0    0
     response-code    22    0    0
-    sender           54   -4    0
+    sender           50    0    0
 
 multiple: what a field may hold: the codec's types say it.
 default: what an absent field means: decoding leaves it absent.
