@@ -35,6 +35,7 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
         raise _bad_length("table", at, size, end)
     stop = at + size
     out = Table()
+    constructors = out.constructors
     while at < stop:
         if at >= stop:
             raise DecodeError("table.key", at, "needs 1 bytes, 0 left")
@@ -52,7 +53,7 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("table", at, "nested deeper than the stack allows") from None
         out[key_2] = item
-        out.constructors[key_2] = ctor
+        constructors[key_2] = ctor
     return out, at
 
 
@@ -84,6 +85,7 @@ def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
         raise _bad_length("field-array", at, size, end)
     stop = at + size
     out = Values()
+    constructors = out.constructors
     while at < stop:
         try:  # free until raised: field-arrays may nest, and input may nest them endlessly
             item, ctor, at = _decode_field_value(buf, at, stop)
@@ -91,7 +93,7 @@ def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("field-array", at, "nested deeper than the stack allows") from None
         out.append(item)
-        out.constructors.append(ctor)
+        constructors.append(ctor)
     return out, at
 
 
@@ -143,7 +145,7 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     the constructor and the next offset."""
     if end - at < 1:
         raise DecodeError("field-value", at, f"needs 1 bytes, {end - at} left")
-    (ctor,) = _FIELD_VALUE_CONSTRUCTOR.unpack_from(buf, at)
+    ctor = buf[at]
     at += 1
     value: Any
     if ctor == 116:  # t boolean

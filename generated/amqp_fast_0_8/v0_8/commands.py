@@ -1890,6 +1890,7 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
         raise _bad_length("field-table", at, size, end)
     stop = at + size
     out = Table()
+    constructors = out.constructors
     while at < stop:
         if at >= stop:
             raise DecodeError("field-table.key", at, "needs 1 bytes, 0 left")
@@ -1907,7 +1908,7 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("field-table", at, "nested deeper than the stack allows") from None
         out[key_2] = item
-        out.constructors[key_2] = ctor
+        constructors[key_2] = ctor
     return out, at
 
 
@@ -1942,7 +1943,7 @@ def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
     the constructor and the next offset."""
     if end - at < 1:
         raise DecodeError("field-value", at, f"needs 1 bytes, {end - at} left")
-    (ctor,) = _FIELD_VALUE_CONSTRUCTOR.unpack_from(buf, at)
+    ctor = buf[at]
     at += 1
     value: Any
     if ctor == 83:  # S string
