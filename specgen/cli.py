@@ -248,6 +248,11 @@ def parser() -> argparse.ArgumentParser:
         choices=("client", "server"),
         help="who sent the bytes (default: from a .c2s/.s2c file name, else unknown)",
     )
+    p_frames.add_argument(
+        "--rules",
+        action="store_true",
+        help="add the rules of the spec each frame breaks (`violations`, with the spec's lines)",
+    )
 
     p_capture = sub.add_parser(
         "capture",
@@ -702,6 +707,8 @@ def _readers(spec: SpecVersion) -> str:
 def _frames(args: argparse.Namespace) -> int:
     spec = find(args.protocol)
     codec = importlib.import_module(spec.import_name)
+    # the version's generated rules: a second look at each decoded frame, never a failure
+    rules = importlib.import_module(f"{spec.import_name}.rules") if args.rules else None
     preambles = _preambles(spec)
     total = failed = fragments = 0
     contents: list[bytes] = []
@@ -786,6 +793,19 @@ def _frames(args: argparse.Namespace) -> int:
             if following is not None and following(msg):
                 after = msg
             line["fields"] = _jsonable(msg)
+            if rules is not None:
+                found = rules.violations(msg, sender)
+                if found:
+                    line["violations"] = [
+                        {
+                            "rule": v.rule,
+                            "field": f"{v.message}.{v.field}" if v.field else v.message,
+                            "value": _jsonable(v.value),
+                            "text": v.text,
+                            "spec": v.spec,
+                        }
+                        for v in found
+                    ]
             if args.roundtrip:
                 try:
                     again = codec.encode(msg)

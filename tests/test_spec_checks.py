@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,25 @@ def test_every_rule_is_counted_once_checked_not_checked_or_prose(spec: Any) -> N
     for kind, here, _, _ in counts:
         if kind in rules.NOT_CHECKED and kind != "requires":
             assert here == 0, kind
+
+
+def test_frames_rules_adds_the_broken_rules_to_each_frames_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from specgen.cli import main
+
+    c2s = ROOT / "samples" / "amqp-0-9-1" / "session-1" / "conn-0001.c2s.bin"
+    assert main(["frames", "amqp-0-9-1", str(c2s), "--rules"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    broken = [x for x in lines if "violations" in x]
+    # read on their own: the client's closes with reply code 0
+    zero = [
+        x
+        for x in lines
+        if x.get("command", "").endswith("Close") and x["fields"]["reply_code"] == 0
+    ]
+    assert broken == zero and len(broken) == 1
+    (v,) = broken[0]["violations"]
+    assert (v["rule"], v["field"], v["value"]) == ("notnull", "ChannelClose.reply_code", 0)
+    assert main(["frames", "amqp-0-9-1", str(c2s)]) == 0  # without --rules: no such key
+    assert "violations" not in capsys.readouterr().out
