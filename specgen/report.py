@@ -637,22 +637,25 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
 def _connections(
     base: DataFrame, rejects: DataFrame | None, timed: bool
 ) -> tuple[Section, int, list[tuple[str, str]]]:
-    per = base.groupBy("capture", "connection").agg(
-        F.count("*").alias("frames"),
+    rows_in = base.select(
+        "capture", "connection", "size", "direction", "ts", F.lit(1).alias("frame")
+    )
+    if rejects is not None:
+        # a connection whose every frame was rejected still counts, with zero frames: its
+        # rejects are rows of their own in the same aggregate (one shuffle, where a full join
+        # of two aggregates took three)
+        rows_in = rows_in.unionByName(
+            rejects.select("capture", "connection", F.lit(0).alias("frame")),
+            allowMissingColumns=True,
+        )
+    per = rows_in.groupBy("capture", "connection").agg(
+        F.sum("frame").alias("frames"),
         F.sum("size").alias("bytes"),
         *[sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}") for d in DIRECTIONS],
         F.min("ts").alias("first"),
         F.max("ts").alias("last"),
+        (F.count("*") - F.sum("frame") if rejects is not None else F.lit(0)).alias("rejects"),
     )
-    if rejects is not None:
-        # a connection whose every frame was rejected still counts, with zero frames
-        per = per.join(
-            rejects.groupBy("capture", "connection").agg(F.count("*").alias("rejects")),
-            ["capture", "connection"],
-            "full",
-        )
-    else:
-        per = per.withColumn("rejects", F.lit(0))
     per = per.fillna(0, subset=["frames", "bytes", "bytes_c2s", "bytes_s2c", "rejects"])
     rows = per.orderBy(F.desc("bytes"), "capture", "connection").limit(TABLE_ROWS + 1).collect()
     # counting costs a second pass, needed only when the table cannot show every connection

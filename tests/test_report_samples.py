@@ -32,11 +32,11 @@ EXPECTED = Path(__file__).resolve().parent / "report_samples"
 # session has it: each shuffle stage of a query is a job of its own). Before the change, at
 # e4fa53f: rabbitmq-stream 36, amqp-0-9-1 34, amqp-1-0 65, amqp-0-10 35, amqp-fast-0-8 28.
 JOBS = {
-    "rabbitmq-stream": 24,
-    "amqp-0-9-1": 21,
-    "amqp-1-0": 33,
-    "amqp-0-10": 28,
-    "amqp-fast-0-8": 19,
+    "rabbitmq-stream": 19,
+    "amqp-0-9-1": 20,
+    "amqp-1-0": 30,
+    "amqp-0-10": 27,
+    "amqp-fast-0-8": 18,
 }
 
 

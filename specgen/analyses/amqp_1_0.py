@@ -25,6 +25,7 @@ from the receiver that covers it.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row, Window
@@ -480,11 +481,16 @@ def _credit_chart(
 ) -> Chart:
     """Granted and used credit of `links`, each cumulative at the end of each time bucket;
     `span`: their first and last grant or delivery time."""
-    chosen = limits.sparkSession.createDataFrame(
-        links, "capture STRING, connection STRING, session INT, name STRING"
+    # a few links: a filter, where a join with them shuffled both sides
+    chosen = reduce(
+        lambda a, b: a | b,
+        [
+            reduce(lambda a, b: a & b, [F.col(c) == v for c, v in zip(_LINK, link, strict=True)])
+            for link in links
+        ],
     )
-    given = limits.join(chosen, _LINK).filter(F.col("ts").isNotNull())
-    sent = deliveries.join(chosen, _LINK).filter(F.col("ts").isNotNull())
+    given = limits.filter(chosen & F.col("ts").isNotNull())
+    sent = deliveries.filter(chosen & F.col("ts").isNotNull())
     width = bucket_width(span[0], span[1])
     bucket = F.floor(F.col("ts") / width).alias("bucket")
     points: dict[tuple[Any, ...], dict[str, dict[int, int]]] = defaultdict(
