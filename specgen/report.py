@@ -35,7 +35,7 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampType
+from pyspark.sql.types import LongType, StructField, StructType, TimestampType
 
 from specgen import analyses
 from specgen.locations import TEMPLATES as ALL_TEMPLATES
@@ -54,6 +54,7 @@ from specgen.pipeline.sections import (
     chart_layout,
     connection_label,
     iso_time,
+    ordered,
     percentiles,
     quantiles,
     sum_if,
@@ -192,21 +193,11 @@ def build(
     # analyses that read them need them
     base = frames.select(*[c for c in FRAME_COLUMNS if c != "timestamp"], "ts").persist()
     try:
-        totals = base.agg(
-            F.count("*").alias("frames"),
-            F.count("ts").alias("timed"),
-            F.min("ts").alias("first"),
-            F.max("ts").alias("last"),
-            F.countDistinct("capture").alias("captures"),
-            F.sum("size").alias("bytes"),
-            *[
-                sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}")
-                for d in DIRECTIONS
-            ],
-        ).first()
-        assert totals is not None  # an aggregate without grouping always has one row
-        if totals["frames"] == 0:
+        summary = _summary(base, "response_code" in roles)
+        totals = summary.totals
+        if totals is None or totals["frames"] == 0:
             raise ReportError(f"{frames_path} holds no frames")
+        rejected = _rejected(rejects)
         timed = totals["timed"] > 0
         connections, count, top = _connections(base, rejects, timed)
         # protocol-specific analyses, each run when the frames table has its columns
@@ -217,18 +208,24 @@ def build(
                 "computing the sections"
             )
         steps: list[Callable[[], Sequence[Section]]] = [
-            lambda: [_totals(totals, rejects, count)],
-            lambda: [_command_mix(base)],
-            lambda: [_response_codes(base, frames, plugins)] if "response_code" in roles else [],
+            lambda: [_totals(totals, rejected.total, count)],
+            lambda: [_command_mix(summary.mix)],
+            lambda: (
+                [_response_codes(base, summary.codes, frames, plugins)]
+                if "response_code" in roles
+                else []
+            ),
             lambda: [_request_latency(base, timed)] if "correlation_id" in roles else [],
             *[functools.partial(plugin.sections, frames, timed) for plugin in plugins],
             lambda: [
-                _over_time(base, totals, top)
-                if timed
-                else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS])
+                (
+                    _over_time(base, totals, top)
+                    if timed
+                    else Section("Frames and bytes over time", notes=[NO_TIMESTAMPS])
+                )
             ],
             lambda: [connections],
-            lambda: [_rejects(rejects)],
+            lambda: [_rejects(rejected)],
         ]
         sections: list[Section] = []
         for step in steps:
@@ -284,14 +281,81 @@ def _seconds(first: int | None, last: int | None) -> float | None:
     return None if first is None or last is None else (last - first) / 1e6
 
 
-def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section:
-    rej = (
-        rejects.agg(
-            F.count("*").alias("n"), F.coalesce(F.sum("length"), F.lit(0)).alias("b")
-        ).first()
-        if rejects is not None
-        else None
+@dataclass(frozen=True)
+class _Summary:
+    """What one aggregate over `base` gives: the totals row (None when there are no frames), the
+    command mix's rows, and the response codes' (command, response_code, n)."""
+
+    totals: Row | None
+    mix: list[Row]
+    codes: list[Row]
+
+
+def _summary(base: DataFrame, codes: bool) -> _Summary:
+    """Totals, command mix and response code counts in one job: a grouping set each. The mix
+    and the codes are a row per command, message, direction and code, few enough to collect
+    whole and order on the driver."""
+    keys = ["command", "message", "direction", "response_code"]
+    sets = [["command", "message", "direction"], []]
+    if codes:
+        sets.append(["command", "response_code"])
+    rows = (
+        base.groupingSets(sets, *keys)
+        .agg(
+            F.grouping_id(*keys).alias("level"),
+            F.count("*").alias("frames"),
+            F.count("ts").alias("timed"),
+            F.min("ts").alias("first"),
+            F.max("ts").alias("last"),
+            # exact, and a single aggregation stage (countDistinct adds one); captures are few
+            F.size(F.collect_set("capture")).alias("captures"),
+            F.sum("size").alias("bytes"),
+            *[
+                sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}")
+                for d in DIRECTIONS
+            ],
+        )
+        .collect()
     )
+    mix, total, by_code = 0b0001, 0b1111, 0b0110  # the grouping ids: a bit per key left out
+    return _Summary(
+        totals=next((r for r in rows if r["level"] == total), None),
+        mix=[r for r in rows if r["level"] == mix],
+        codes=[r for r in rows if r["level"] == by_code and r["response_code"] is not None],
+    )
+
+
+@dataclass(frozen=True)
+class _Rejected:
+    """What one aggregate over the rejects gives: their count and bytes (None: no table), and
+    their rows by kind, error and field."""
+
+    total: tuple[int, int] | None
+    rows: list[Row]
+
+
+def _rejected(rejects: DataFrame | None) -> _Rejected:
+    if rejects is None:
+        return _Rejected(None, [])
+    # tables written before rejects had a kind held rejected frames only
+    kind = F.col("kind") if "kind" in rejects.columns else F.lit("frame")
+    keys = ["kind", "error", "field"]
+    rows = (
+        rejects.select(kind.alias("kind"), "error", "field", "length")
+        .groupingSets([keys, []], *keys)
+        .agg(
+            F.grouping_id().alias("level"), F.count("*").alias("n"), F.sum("length").alias("bytes")
+        )
+        .collect()
+    )
+    total = next((r for r in rows if r["level"] != 0), None)
+    return _Rejected(
+        (total["n"], total["bytes"] or 0) if total is not None else (0, 0),
+        [r for r in rows if r["level"] == 0],
+    )
+
+
+def _totals(totals: Row, rej: tuple[int, int] | None, connections: int) -> Section:
     rows: list[tuple[Any, ...]] = [
         ("captures", totals["captures"]),
         ("connections", connections),
@@ -299,8 +363,8 @@ def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section
         ("bytes", totals["bytes"]),
         ("bytes client → server", totals["bytes_c2s"]),
         ("bytes server → client", totals["bytes_s2c"]),
-        ("rejects", rej["n"] if rej else 0),
-        ("rejected bytes", rej["b"] if rej else 0),
+        ("rejects", rej[0] if rej else 0),
+        ("rejected bytes", rej[1] if rej else 0),
     ]
     notes = []
     if totals["timed"]:
@@ -314,13 +378,8 @@ def _totals(totals: Row, rejects: DataFrame | None, connections: int) -> Section
     return Section("Totals", tabulate(("measure", "value"), rows, (False, True)), notes)
 
 
-def _command_mix(base: DataFrame) -> Section:
-    rows = (
-        base.groupBy("command", "message", "direction")
-        .agg(F.count("*").alias("frames"), F.sum("size").alias("bytes"))
-        .orderBy(F.desc("frames"), "command", "message", "direction")
-        .collect()
-    )
+def _command_mix(mix: list[Row]) -> Section:
+    rows = ordered(mix, ("frames", True), "command", "message", "direction")
     table = tabulate(
         ("command", "message", "direction", "frames", "bytes"),
         [(r["command"], r["message"], r["direction"], r["frames"], r["bytes"]) for r in rows],
@@ -345,12 +404,21 @@ def _command_mix(base: DataFrame) -> Section:
     return Section("Command mix", table, charts=[chart])
 
 
-def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis]) -> Section:
-    counts = (
-        base.filter(F.col("response_code").isNotNull())
-        .groupBy("command", "response_code")
-        .agg(F.count("*").alias("n"))
+def _response_codes(
+    base: DataFrame, codes: list[Row], frames: DataFrame, plugins: list[Analysis]
+) -> Section:
+    # the counts the summary collected, as the DataFrame a protocol may recount some of
+    collected = base.sparkSession.createDataFrame(
+        [(r["command"], r["response_code"], r["frames"]) for r in codes],
+        StructType(
+            [
+                base.schema["command"],
+                base.schema["response_code"],
+                StructField("n", LongType(), False),
+            ]
+        ),
     )
+    counts = collected
     notes: list[str] = []
     names: dict[int, str] = {}
     ok: set[int] = set()
@@ -370,7 +438,17 @@ def _response_codes(base: DataFrame, frames: DataFrame, plugins: list[Analysis])
             return OK_COLOUR
         return NO_CODE_COLOUR if code == 0 and code not in names else next(error_colours)
 
-    rows = counts.orderBy("command", "response_code").collect()
+    # a row per command and code, ordered on the driver (a global sort in Spark costs a
+    # sampling job and a shuffle); unchanged by the protocol, the rows collected already
+    found: Sequence[Any] = (
+        [
+            {"command": r["command"], "response_code": r["response_code"], "n": r["frames"]}
+            for r in codes
+        ]
+        if counts is collected
+        else counts.collect()
+    )
+    rows = ordered(found, "command", "response_code")
     if not rows:
         return Section("Response codes per command", notes=["no response codes in this capture"])
     table = tabulate(
@@ -447,9 +525,10 @@ def _request_latency(base: DataFrame, timed: bool) -> Section:
             F.count("latency_ms").alias("timed"),
             percentiles("latency_ms").alias("p"),
         )
-        .orderBy(F.desc("requests"), "command")
         .collect()
     )
+    # a row per command: ordered on the driver (a global sort in Spark is two more jobs)
+    rows = ordered(rows, ("requests", True), "command")
     if not rows:
         return Section(title, notes=["no requests with a correlation id in this capture"])
     table = tabulate(
@@ -558,22 +637,25 @@ def _over_time(base: DataFrame, totals: Row, top: list[tuple[str, str]]) -> Sect
 def _connections(
     base: DataFrame, rejects: DataFrame | None, timed: bool
 ) -> tuple[Section, int, list[tuple[str, str]]]:
-    per = base.groupBy("capture", "connection").agg(
-        F.count("*").alias("frames"),
+    rows_in = base.select(
+        "capture", "connection", "size", "direction", "ts", F.lit(1).alias("frame")
+    )
+    if rejects is not None:
+        # a connection whose every frame was rejected still counts, with zero frames: its
+        # rejects are rows of their own in the same aggregate (one shuffle, where a full join
+        # of two aggregates took three)
+        rows_in = rows_in.unionByName(
+            rejects.select("capture", "connection", F.lit(0).alias("frame")),
+            allowMissingColumns=True,
+        )
+    per = rows_in.groupBy("capture", "connection").agg(
+        F.sum("frame").alias("frames"),
         F.sum("size").alias("bytes"),
         *[sum_if(F.col("direction") == d, F.col("size")).alias(f"bytes_{d}") for d in DIRECTIONS],
         F.min("ts").alias("first"),
         F.max("ts").alias("last"),
+        (F.count("*") - F.sum("frame") if rejects is not None else F.lit(0)).alias("rejects"),
     )
-    if rejects is not None:
-        # a connection whose every frame was rejected still counts, with zero frames
-        per = per.join(
-            rejects.groupBy("capture", "connection").agg(F.count("*").alias("rejects")),
-            ["capture", "connection"],
-            "full",
-        )
-    else:
-        per = per.withColumn("rejects", F.lit(0))
     per = per.fillna(0, subset=["frames", "bytes", "bytes_c2s", "bytes_s2c", "rejects"])
     rows = per.orderBy(F.desc("bytes"), "capture", "connection").limit(TABLE_ROWS + 1).collect()
     # counting costs a second pass, needed only when the table cannot show every connection
@@ -616,20 +698,12 @@ def _connections(
     return Section("Connections", table, notes), count, top
 
 
-def _rejects(rejects: DataFrame | None) -> Section:
+def _rejects(rejected: _Rejected) -> Section:
     """Rejected frames and unframed spans, by kind, error and field."""
     title = "Rejects"
-    if rejects is None:
+    if rejected.total is None:
         return Section(title, notes=["no rejects table"])
-    # tables written before rejects had a kind held rejected frames only
-    kind = F.col("kind") if "kind" in rejects.columns else F.lit("frame")
-    rows = (
-        rejects.groupBy(kind.alias("kind"), "error", "field")
-        .agg(F.count("*").alias("n"), F.sum("length").alias("bytes"))
-        .orderBy(F.desc("n"), "kind", "error", "field")
-        .limit(TABLE_ROWS)
-        .collect()
-    )
+    rows = ordered(rejected.rows, ("n", True), "kind", "error", "field", limit=TABLE_ROWS)
     if not rows:
         return Section(title, notes=["no rejected frames and no unframed bytes"])
     table = tabulate(

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from chromium import DumpDom
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 from pyspark.sql import functions as F
 
 from specgen import report
@@ -439,7 +439,9 @@ def test_reply_code_zero_is_none_and_not_an_error(spark: SparkSession) -> None:
         "command STRING, response_code INT",
     )
     plugins = for_columns({"basic_publish", "channel"}, find("amqp-0-9-1"))
-    section = report._response_codes(base, base, plugins)
+    # the counts as the report's summary aggregate collects them
+    codes = [Row(command=c, response_code=r, frames=1) for c, r in base.collect()]
+    section = report._response_codes(base, codes, base, plugins)
     assert section.table is not None
     assert section.table.rows == [
         ("Channel.Close", "0", "none", "1"),
@@ -504,14 +506,14 @@ def test_rejected_bytes_are_the_bytes_rejects_cover(spark: SparkSession) -> None
     rejects = spark.createDataFrame(
         rows, "kind STRING, error STRING, field STRING, size BIGINT, length BIGINT"
     )
-    section = report._rejects(report._covered(rejects))
+    section = report._rejects(report._rejected(report._covered(rejects)))
     assert section.table is not None
     assert sorted(section.table.rows) == [
         ("frame", "frame ends inside X", "X", "1", "50"),
         ("unframed", "size prefix 2147483648 is outside 4..67108864", "frame.size", "1", "8"),
     ]
     # a table from before rejects had a kind: every row was a rejected frame
-    section = report._rejects(report._covered(rejects.drop("kind")))
+    section = report._rejects(report._rejected(report._covered(rejects.drop("kind"))))
     assert section.table is not None
     assert {r[0] for r in section.table.rows} == {"frame"}
     old = report._covered(rejects.drop("length"))

@@ -37,6 +37,7 @@ from specgen.pipeline.sections import (
     TABLE_ROWS,
     Section,
     connection_label,
+    ordered,
     percentiles,
     quantiles,
     sum_if,
@@ -308,9 +309,11 @@ def _conversations(frames: DataFrame, settled: DataFrame, package: str) -> Secti
         frames.filter(F.col("command").startswith("connection.") & (F.col("kind") == "control"))
         .groupBy("capture", "connection")
         .agg(F.sort_array(F.collect_list(F.struct("offset", "direction", "message"))).alias("s"))
-        .orderBy("capture", "connection")
         .collect()
     )
+    # a row per connection, every one collected: ordered on the driver, not by a global sort's
+    # two more jobs
+    controls = ordered(controls, "capture", "connection")
     for r in controls:
         # each direction in wire order; the check leaves their interleaving open
         sent = [
@@ -320,6 +323,8 @@ def _conversations(frames: DataFrame, settled: DataFrame, package: str) -> Secti
         checked = check(dialogue, "connection", sent, opens=True)
         where = connection_label(r["capture"], r["connection"])
         verdicts.append((where, "connection", 1, checked.verdict, where))
+    # unordered: the table lists them as Spark's aggregate gives them (a change to this query
+    # can change their order)
     kinds = settled.groupBy("direction", "outcome").count().collect()
     for r in kinds:
         sent = [(r["direction"], "MessageTransfer")]

@@ -31,6 +31,7 @@ from specgen.pipeline.sections import (
     TABLE_ROWS,
     Section,
     connection_label,
+    ordered,
     percentiles,
     quantiles,
     sum_if,
@@ -225,7 +226,8 @@ def _conversations(frames: DataFrame, package: str) -> Section:
         return _check_conversation(package, rows)
 
     verdicts = methods.groupBy(*_CHANNEL).applyInPandas(check, _VERDICTS)
-    rows = verdicts.orderBy(*_CHANNEL).collect()
+    # every verdict comes back: ordered on the driver, not by a global sort's two more jobs
+    rows = ordered(verdicts.collect(), *_CHANNEL)
     if not rows:
         return Section(title, notes=["no methods in this capture"])
     notes = [

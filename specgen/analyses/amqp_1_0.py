@@ -25,12 +25,14 @@ from the receiver that covers it.
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from specgen.pipeline.sections import (
+    ACCURACY,
     DIRECTIONS,
     NO_TIMESTAMPS,
     PERCENTILES,
@@ -41,7 +43,7 @@ from specgen.pipeline.sections import (
     chart_layout,
     connection_label,
     iso_time,
-    percentiles,
+    ordered,
     quantiles,
     sum_if,
     tabulate,
@@ -62,6 +64,21 @@ _SESSION = [*_CONNECTION, "session"]
 _END = ["capture", "connection", "direction", "session", "handle"]  # one end of a link
 _LINK = [*_SESSION, "name"]
 _DELIVERY = [*_END, "name", "seq"]  # a delivery: its link's end, and its number on it
+_READS = (
+    *_CONNECTION,
+    "direction",
+    "channel",
+    "offset",
+    "ts",
+    "size",
+    "payload",
+    "begin",
+    "attach",
+    "transfer",
+    "disposition",
+    "flow",
+)
+"""The frames table's columns the analyses read."""
 
 
 def applies(columns: set[str]) -> bool:
@@ -82,21 +99,25 @@ class Analyses:
         return counts  # performatives carry no response codes
 
     def sections(self, frames: DataFrame, timed: bool) -> list[Section]:
-        framed = _sessions(frames)
-        ends = _ends(framed)
-        deliveries = _deliveries(framed, ends).persist()
-        settled = _settlements(framed, deliveries).persist()
+        # the few columns the chain reads, once: every join and window below starts from it
+        framed = _sessions(frames.select(*_READS)).persist()
+        deliveries: DataFrame | None = None
         try:
+            ends = _ends(framed)
+            deliveries = _settlements(framed, _deliveries(framed, ends)).persist()
+            # links, outcomes, latency and the multi-frame totals: one aggregate, one job
+            links = _per_link(deliveries)
             return [
-                _links(deliveries),
-                _outcomes(settled),
-                _latency(settled, timed),
+                _links(links),
+                _outcomes(links),
+                _latency(links, timed),
                 _credit(framed, ends, deliveries, timed),
-                _multi_frame(deliveries),
+                _multi_frame(deliveries, links),
             ]
         finally:
-            settled.unpersist()
-            deliveries.unpersist()
+            if deliveries is not None:
+                deliveries.unpersist()
+            framed.unpersist()
 
 
 def _other(direction: Column) -> Column:
@@ -216,20 +237,9 @@ def _label(r: Any) -> str:
     return _link_label(r["capture"], r["connection"], r["name"], r["handle"])
 
 
-def _links(deliveries: DataFrame) -> Section:
+def _links(links: list[Row]) -> Section:
     title = "Transfers and bytes per link"
-    rows = (
-        deliveries.groupBy(*_END, "name", "address")
-        .agg(
-            F.count("*").alias("deliveries"),
-            F.sum("frames").alias("frames"),
-            F.sum("bytes").alias("bytes"),
-            F.sum("payload_bytes").alias("payload_bytes"),
-        )
-        .orderBy(F.desc("bytes"), *_END)
-        .limit(TABLE_ROWS)
-        .collect()
-    )
+    rows = ordered([r for r in links if r["level"] == 0], ("bytes", True), *_END, limit=TABLE_ROWS)
     if not rows:
         return Section(title, notes=["no Transfer frames in this capture"])
     table = tabulate(
@@ -257,8 +267,10 @@ def _links(deliveries: DataFrame) -> Section:
 
 def _settlements(framed: DataFrame, deliveries: DataFrame) -> DataFrame:
     """The deliveries with `outcome` (the first terminal state a Disposition gives them, or
-    null) and `answered_ts` (the time of the first Disposition from their receiver), matched by
-    session, the transfers' direction and delivery id."""
+    null), `answered_ts` (the time of the first Disposition from their receiver) and `answered`,
+    matched by session, the transfers' direction and delivery id; `settles`: some Disposition
+    of theirs counts (or none was sent), else (every one came before the delivery) the
+    outcome tables leave them out, as the links table does not."""
     disposition = F.col("disposition")
     state = F.regexp_extract(disposition["state"], r'^\{"amqp:([a-z-]+):list"', 1)
     covered = framed.filter(disposition.isNotNull()).select(
@@ -281,42 +293,69 @@ def _settlements(framed: DataFrame, deliveries: DataFrame) -> DataFrame:
         ).alias("delivery_id"),
     )
     on = [*_SESSION, "direction", "delivery_id"]
-    # a delivery id used again (a channel reused after End) answers only what came after it
-    joined = deliveries.join(covered, on, "left").filter(
-        F.col("d_ts").isNull() | F.col("ts").isNull() | (F.col("d_ts") >= F.col("ts"))
-    )
+    # a delivery id used again (a channel reused after End) answers only what came after it;
+    # the other Dispositions are masked, not filtered out, so the delivery keeps its row
+    counts = F.col("d_ts").isNull() | F.col("ts").isNull() | (F.col("d_ts") >= F.col("ts"))
+    joined = deliveries.join(covered, on, "left").withColumn("counts", counts)
     order = F.struct(F.col("d_ts"), F.col("d_offset"))
+    kept = [c for c in deliveries.columns if c not in (*_DELIVERY, "presettled")]
     return joined.groupBy(*_DELIVERY).agg(
-        F.first("ts").alias("ts"),
+        *[F.first(c).alias(c) for c in kept],
         F.max("presettled").alias("presettled"),
-        F.min_by("outcome", F.when(F.col("outcome").isNotNull(), order)).alias("outcome"),
-        F.min(F.when(F.col("from_receiver"), F.col("d_ts"))).alias("answered_ts"),
-        F.max(F.col("from_receiver").cast("int")).alias("answered"),
+        F.max("counts").alias("settles"),
+        F.min_by("outcome", F.when(F.col("counts") & F.col("outcome").isNotNull(), order)).alias(
+            "outcome"
+        ),
+        F.min(F.when(F.col("counts") & F.col("from_receiver"), F.col("d_ts"))).alias("answered_ts"),
+        F.max(F.when(F.col("counts"), F.col("from_receiver").cast("int"))).alias("answered"),
     )
 
 
-def _outcomes(settled: DataFrame) -> Section:
-    title = "Settlement outcomes per link"
-    rows = (
-        settled.groupBy(*_END, "name")
-        .agg(
-            F.count("*").alias("deliveries"),
-            *[sum_if(F.col("outcome") == o, F.lit(1)).alias(o) for o in OUTCOMES],
-            sum_if(F.col("outcome").isNull() & F.col("presettled"), F.lit(1)).alias("pre"),
-            sum_if(F.col("outcome").isNull() & ~F.col("presettled"), F.lit(1)).alias("none"),
+def _per_link(settled: DataFrame) -> list[Row]:
+    """Per link the figures of the links, outcomes and latency tables and the multi-frame
+    totals, in one aggregate: level 0 rows by link end, name and address (the links table),
+    level 1 by link end and name (the others). A row per link: few enough to collect whole."""
+    settles = F.col("settles")
+    outcome = F.col("outcome")
+    latency = F.when(settles, (F.col("answered_ts") - F.col("ts")) / 1000.0)
+    multi = F.col("frames") > 1
+    return (
+        settled.groupingSets(
+            [[*_END, "name", "address"], [*_END, "name"]], *_END, "name", "address"
         )
-        .orderBy(F.desc("deliveries"), *_END)
-        .limit(TABLE_ROWS)
+        .agg(
+            F.grouping_id().alias("level"),
+            F.count("*").alias("deliveries"),
+            F.sum("frames").alias("frames"),
+            F.sum("bytes").alias("bytes"),
+            F.sum("payload_bytes").alias("payload_bytes"),
+            sum_if(settles, F.lit(1)).alias("settled"),
+            *[sum_if(settles & (outcome == o), F.lit(1)).alias(o) for o in OUTCOMES],
+            sum_if(settles & outcome.isNull() & F.col("presettled"), F.lit(1)).alias("pre"),
+            sum_if(settles & outcome.isNull() & ~F.col("presettled"), F.lit(1)).alias("none"),
+            F.count("answered").alias("answered"),
+            F.percentile_approx(latency, list(PERCENTILES), ACCURACY).alias("p"),
+            sum_if(multi, F.lit(1)).alias("multi"),
+            sum_if(multi, F.col("frames")).alias("multi_frames"),
+        )
         .collect()
     )
+
+
+def _settled_links(links: list[Row]) -> list[Row]:
+    """The outcome tables' links, most deliveries first: those with a delivery that counts."""
+    settled = [r for r in links if r["level"] == 1 and r["settled"]]
+    return ordered(settled, ("settled", True), *_END, limit=TABLE_ROWS)
+
+
+def _outcomes(links: list[Row]) -> Section:
+    title = "Settlement outcomes per link"
+    rows = _settled_links(links)
     if not rows:
         return Section(title, notes=["no Transfer frames in this capture"])
     table = tabulate(
         ("link", "deliveries", *OUTCOMES, "settled on sending", "no outcome"),
-        [
-            (_label(r), r["deliveries"], *[r[o] for o in OUTCOMES], r["pre"], r["none"])
-            for r in rows
-        ],
+        [(_label(r), r["settled"], *[r[o] for o in OUTCOMES], r["pre"], r["none"]) for r in rows],
         (False, *[True] * (len(OUTCOMES) + 3)),
     )
     notes = [
@@ -326,25 +365,14 @@ def _outcomes(settled: DataFrame) -> Section:
     return Section(title, table, notes)
 
 
-def _latency(settled: DataFrame, timed: bool) -> Section:
+def _latency(links: list[Row], timed: bool) -> Section:
     title = "Transfer-to-disposition latency"
-    timing = settled.withColumn("latency_ms", (F.col("answered_ts") - F.col("ts")) / 1000.0)
-    rows = (
-        timing.groupBy(*_END, "name")
-        .agg(
-            F.count("*").alias("deliveries"),
-            F.count("answered").alias("answered"),
-            percentiles("latency_ms").alias("p"),
-        )
-        .orderBy(F.desc("deliveries"), *_END)
-        .limit(TABLE_ROWS)
-        .collect()
-    )
+    rows = _settled_links(links)
     if not rows:
         return Section(title, notes=["no Transfer frames in this capture"])
     table = tabulate(
         ("link", "deliveries", "answered", "p50 ms", "p95 ms", "p99 ms"),
-        [(_label(r), r["deliveries"], r["answered"], *quantiles(r["p"])) for r in rows],
+        [(_label(r), r["settled"], r["answered"], *quantiles(r["p"])) for r in rows],
         (False, True, True, True, True, True),
     )
     notes = [
@@ -371,7 +399,6 @@ def _latency(settled: DataFrame, timed: bool) -> Section:
 
 
 def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bool) -> Section:
-    title = "Credit granted and used per link"
     flow = F.col("flow")
     flows = framed.filter(flow.isNotNull() & flow["handle"].isNotNull()).select(
         *_CONNECTION,
@@ -390,6 +417,8 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
         F.first("handle").alias("handle"),
         F.first("direction").alias("direction"),
         F.count("*").alias("used"),
+        F.min("ts").alias("sent_first"),
+        F.max("ts").alias("sent_last"),
     )
     base = F.coalesce(F.col("initial_count"), F.lit(0))
     limits = (
@@ -399,7 +428,16 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
         .withColumn(
             "granted", F.coalesce(F.col("delivery_count"), base) + F.col("link_credit") - base
         )
+        .persist()  # the table and its chart read it: its window and joins run once
     )
+    try:
+        return _credit_section(limits, deliveries, timed)
+    finally:
+        limits.unpersist()
+
+
+def _credit_section(limits: DataFrame, deliveries: DataFrame, timed: bool) -> Section:
+    title = "Credit granted and used per link"
     rows = (
         limits.groupBy(*_LINK)
         .agg(
@@ -407,6 +445,11 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
             F.count("*").alias("flows"),
             F.max_by("granted", "offset").alias("granted"),
             F.first("used").alias("used"),
+            # the chart's time span, in the same job
+            F.min("ts").alias("given_first"),
+            F.max("ts").alias("given_last"),
+            F.first("sent_first").alias("sent_first"),
+            F.first("sent_last").alias("sent_last"),
         )
         .orderBy(F.desc("used"), *_LINK)
         .limit(TABLE_ROWS)
@@ -425,34 +468,46 @@ def _credit(framed: DataFrame, ends: DataFrame, deliveries: DataFrame, timed: bo
     ]
     if not timed:
         return Section(title, table, [NO_TIMESTAMPS, *notes])
-    links = [tuple(r[c] for c in _LINK) for r in rows[:CHART_LINKS]]
-    chart = _credit_chart(limits, deliveries, links)
+    chosen = rows[:CHART_LINKS]
+    firsts = [r[c] for r in chosen for c in ("given_first", "sent_first") if r[c] is not None]
+    lasts = [r[c] for r in chosen for c in ("given_last", "sent_last") if r[c] is not None]
+    links = [tuple(r[c] for c in _LINK) for r in chosen]
+    chart = _credit_chart(limits, deliveries, links, (min(firsts), max(lasts))) if firsts else None
     return Section(title, table, notes, [chart] if chart else [])
 
 
 def _credit_chart(
-    limits: DataFrame, deliveries: DataFrame, links: list[tuple[Any, ...]]
-) -> Chart | None:
-    """Granted and used credit of `links`, each cumulative at the end of each time bucket."""
-    chosen = limits.sparkSession.createDataFrame(
-        links, "capture STRING, connection STRING, session INT, name STRING"
+    limits: DataFrame, deliveries: DataFrame, links: list[tuple[Any, ...]], span: tuple[int, int]
+) -> Chart:
+    """Granted and used credit of `links`, each cumulative at the end of each time bucket;
+    `span`: their first and last grant or delivery time."""
+    # a few links: a filter, where a join with them shuffled both sides
+    chosen = reduce(
+        lambda a, b: a | b,
+        [
+            reduce(lambda a, b: a & b, [F.col(c) == v for c, v in zip(_LINK, link, strict=True)])
+            for link in links
+        ],
     )
-    given = limits.join(chosen, _LINK).filter(F.col("ts").isNotNull())
-    sent = deliveries.join(chosen, _LINK).filter(F.col("ts").isNotNull())
-    span = given.select("ts").unionByName(sent.select("ts")).agg(F.min("ts"), F.max("ts")).first()
-    if span is None or span[0] is None:
-        return None
+    given = limits.filter(chosen & F.col("ts").isNotNull())
+    sent = deliveries.filter(chosen & F.col("ts").isNotNull())
     width = bucket_width(span[0], span[1])
     bucket = F.floor(F.col("ts") / width).alias("bucket")
     points: dict[tuple[Any, ...], dict[str, dict[int, int]]] = defaultdict(
         lambda: {"granted": {}, "used": {}}
     )
-    for measure, rows in (
-        ("granted", given.groupBy(*_LINK, bucket).agg(F.max("granted").alias("n"))),
-        ("used", sent.groupBy(*_LINK, bucket).agg(F.count("*").alias("n"))),
-    ):
-        for r in rows.collect():
-            points[tuple(r[c] for c in _LINK)][measure][r["bucket"]] = r["n"]
+    # both measures in one job
+    both = (
+        given.groupBy(*_LINK, bucket)
+        .agg(F.lit("granted").alias("measure"), F.max("granted").alias("n"))
+        .unionByName(
+            sent.groupBy(*_LINK, bucket).agg(
+                F.lit("used").alias("measure"), F.count("*").alias("n")
+            )
+        )
+    )
+    for r in both.collect():
+        points[tuple(r[c] for c in _LINK)][r["measure"]][r["bucket"]] = r["n"]
     buckets = range(span[0] // width, span[1] // width + 1)
     x = [iso_time(b * width) for b in buckets]
     data: list[dict[str, Any]] = []
@@ -493,13 +548,16 @@ def _credit_chart(
     )
 
 
-def _multi_frame(deliveries: DataFrame) -> Section:
+def _multi_frame(deliveries: DataFrame, links: list[Row]) -> Section:
     title = "Multi-frame transfers"
-    multi = deliveries.filter(F.col("frames") > 1)
-    totals = multi.agg(F.count("*").alias("n"), F.sum("frames").alias("frames")).first()
-    assert totals is not None
+    per_link = [r for r in links if r["level"] == 1]
+    totals = {
+        "n": sum(r["multi"] for r in per_link),
+        "frames": sum(r["multi_frames"] for r in per_link),
+    }
     if not totals["n"]:
         return Section(title, notes=["every delivery in this capture fits one transfer frame"])
+    multi = deliveries.filter(F.col("frames") > 1)
     rows = multi.orderBy(*_END, "offset").limit(TABLE_ROWS).collect()
     table = tabulate(
         ("link", "delivery id", "offset", "transfer frames", "payload", "aborted"),

@@ -34,6 +34,7 @@ from specgen.pipeline.sections import (
     TABLE_ROWS,
     Section,
     connection_label,
+    ordered,
     percentiles,
     quantiles,
     sum_if,
@@ -298,7 +299,8 @@ def _conversations(frames: DataFrame, package: str) -> Section:
         return _check_conversation(package, rows)
 
     verdicts = commands.groupBy(*_CONNECTION, "grammar", "id").applyInPandas(check, _VERDICTS)
-    rows = verdicts.orderBy(*_CONNECTION, "grammar", "id").collect()
+    # every verdict comes back: ordered on the driver, not by a global sort's two more jobs
+    rows = ordered(verdicts.collect(), *_CONNECTION, "grammar", "id")
     if not rows:
         return Section(title, notes=["no commands in this capture"])
     kinds = ", ".join(

@@ -7,7 +7,7 @@ module imports neither.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -101,6 +101,29 @@ def _cell(value: Any) -> Cell:
     if value is None or isinstance(value, int | float | str):
         return value
     return str(value)
+
+
+def ordered(
+    rows: Sequence[Any], *keys: str | tuple[str, bool], limit: int | None = None
+) -> list[Any]:
+    """`rows` (collected Rows or dicts) in the order Spark's `orderBy` gives them, the first
+    `limit`: each key a column name (ascending, nulls first, Spark's default) or `(name, True)`
+    (descending, nulls last, as `F.desc`). For tables finished on the driver from a small
+    aggregate collected once, instead of a Spark job per table; strings compare as Spark's do
+    (UTF-8 byte order is code point order)."""
+    out = list(rows)
+    # a stable sort per key, the last key first, gives the keys' lexicographic order
+    for key in reversed(keys):
+        name, descending = (key, False) if isinstance(key, str) else key
+        present = [r for r in out if r[name] is not None]
+        missing = [r for r in out if r[name] is None]
+        present.sort(key=_item(name), reverse=descending)
+        out = present + missing if descending else missing + present
+    return out if limit is None else out[:limit]
+
+
+def _item(name: str) -> Callable[[Any], Any]:
+    return lambda r: r[name]
 
 
 def sum_if(condition: Column, value: Column) -> Column:
