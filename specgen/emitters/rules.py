@@ -280,6 +280,7 @@ def emit(
 ) -> dict[str, str]:
     """The version's `rules.py`."""
     placed = place(protocol, plan)
+    tallies = counts(protocol, placed)
     by_class: dict[str, list[PlacedRule]] = {}
     for p in placed:
         by_class.setdefault(p.cls, []).append(p)
@@ -292,8 +293,11 @@ def emit(
         source=protocol.source,
         by_class=sorted(by_class.items()),
         nested=nested(plan, placed),
-        counts=counts(protocol, placed),
-        not_checked=NOT_CHECKED,
+        counts=tallies,
+        # why a kind is not (or not wholly) checked, for the kinds this spec has unchecked
+        not_checked={
+            k: why for k, why in NOT_CHECKED.items() if any(k == t[0] and t[2] for t in tallies)
+        },
     )
     return {"rules.py": text}
 

@@ -16,9 +16,6 @@ Rules of the spec, by kind (checked here / checkable, not checked here / prose o
     response-code    22    0    0
     sender           50    0    0
 
-multiple: what a field may hold: the codec's types say it.
-default: what an absent field means: decoding leaves it absent.
-requires: checked where the archetype's types are composites (the value's class must provide it) or restricted to choices (the value must be one); not where they restrict a primitive without choices (a message-id's, an address's): the codec reads its constructor.
 key-version: a frame of another key or version does not decode at all.
 """
 
