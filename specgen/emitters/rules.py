@@ -108,12 +108,11 @@ def _classes(plan: ModulePlan) -> dict[str, list[tuple[str, dict[str, str]]]]:
     return out
 
 
-def _attr(rule: SpecRule, attrs: dict[str, str]) -> str | None:
+def _attr(field: str, attrs: dict[str, str]) -> str | None:
     """The attribute path of the rule's field on a class with `attrs`: the path's first part an
     attribute (the rest the nested structure's, snake case), else its last part (a member of a
     bit container, which the codec flattens into the message)."""
-    assert rule.field is not None
-    parts = rule.field.split(".")
+    parts = field.split(".")
     first = attrs.get(_norm(parts[0]))
     if first is not None:
         return ".".join([first, *(attr_name(p) for p in parts[1:])])
@@ -137,7 +136,7 @@ def place(protocol: Protocol, plan: ModulePlan) -> list[PlacedRule]:
                 "-> correct or waive it with an overlay rule entry"
             )
         for cls, attrs in targets:
-            attr = "" if r.field is None else _attr(r, attrs)
+            attr = "" if r.field is None else _attr(r.field, attrs)
             if attr is None:
                 raise PlanError(
                     f"{r.span}: a {r.kind} rule on {r.address}, which {cls} has no attribute for"
@@ -173,7 +172,7 @@ def _placed(
     if r.kind in COMPARISONS and r.other:
         other_owner, _, other_field = r.other.partition(":")[2].partition(".")
         for other_cls, attrs in classes.get(_norm(other_owner), []):
-            other_attr = _attr(SpecRule("notnull", r.owner, other_field, None), attrs)
+            other_attr = _attr(other_field, attrs)
             if other_attr:
                 return PlacedRule(
                     cls, r.kind, attr, None, spec, (other_cls, other_attr), r.unbounded
