@@ -1248,3 +1248,36 @@ def test_a_deliver_whose_crc_does_not_match_is_a_reject_unless_trusted(
     capsys.readouterr()
     assert pq.read_table(out / "frames").num_rows == 3
     assert rows(out / "rejects") == []
+
+
+def test_a_range_is_read_with_the_cyclic_collector_paused_and_given_back(
+    captures: Captures,
+) -> None:
+    """`decode_range` pauses the cyclic garbage collector while it reads (decoded messages hold
+    no cycles) and turns it back on when it ends, read to the end or closed early; a collector
+    the caller had turned off stays off."""
+    import gc
+
+    from specgen.pipeline.columns import Codec, decode_range
+
+    out = captures.root.parent / "gc-out"
+    job = decode.prepare("rabbitmq-stream", captures.root, out, True, RANGE, True)
+    codec: Codec = job.codec
+    r = job.ranges[0]
+    assert gc.isenabled()
+    seen = []
+    for _ in decode_range(r, codec):
+        seen.append(gc.isenabled())
+    assert seen and not any(seen) and gc.isenabled()
+    early = decode_range(r, codec)
+    next(early)
+    assert not gc.isenabled()
+    early.close()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        for _ in decode_range(r, codec):
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

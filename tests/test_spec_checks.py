@@ -267,3 +267,25 @@ def test_frames_rules_adds_the_broken_rules_to_each_frames_line(
     assert (v["rule"], v["field"], v["value"]) == ("notnull", "ChannelClose.reply_code", 0)
     assert main(["frames", "amqp-0-9-1", str(c2s)]) == 0  # without --rules: no such key
     assert "violations" not in capsys.readouterr().out
+
+
+def test_answers_from_memory_are_the_answers_read_afresh_and_lists_of_their_own() -> None:
+    """`violations` remembers what a sender-only class breaks per sender, and each value's
+    verdict per rule: the same message asked again, by the same or the other peer, and a second
+    bad value after a good one get what a first look gives, in lists a caller may change."""
+    from specgen_codecs.amqp_0_9_1 import v0_9_1 as amqp
+    from specgen_codecs.amqp_0_9_1.v0_9_1 import rules
+    from specgen_codecs.rabbitmq_stream import v4_0 as streams
+    from specgen_codecs.rabbitmq_stream.v4_0 import rules as stream_rules
+
+    credit = streams.Credit(1, 10)
+    first = stream_rules.violations(credit, "server")
+    first.append("changed by the caller")
+    again = stream_rules.violations(streams.Credit(2, 20), "server")
+    assert [v.rule for v in again] == ["sender"] and len(again) == 1
+    assert stream_rules.violations(credit, "client") == []
+    good, bad = "orders.eu-1", "bad name!" * 20
+    for queue in (good, bad, good, bad):
+        found = rules.violations(amqp.QueueDeclare(channel=1, queue=queue), "client")
+        assert [v.rule for v in found] == ([] if queue == good else ["length", "regexp"])
+        assert all(v.value == queue for v in found)

@@ -66,9 +66,22 @@ def violations(
     depth (`nested` says where: each class's attributes that may hold one), each named by its
     own class, as the spec names the rule's owner; with `sender` ("client" or "server"), the
     peer that sent it, also whether that peer may."""
+    name = type(msg).__name__
+    key = (id(rules), name, sender)
+    known = _BY_SENDER.get(key)
+    if known is not None:
+        return list(known)
     found: list[Violation] = []
     _visit(msg, rules, nested, sender, found)
+    if name not in nested and all(rule.kind == "sender" for rule in rules.get(name, ())):
+        _BY_SENDER[key] = tuple(found)
     return found
+
+
+_BY_SENDER: dict[tuple[int, str, str | None], tuple[Violation, ...]] = {}
+"""What a message of a class whose only rules say who sends it breaks, by (rules, class,
+sender): nothing else decides it, and most classes have no other rule, so a decoder that checks
+every frame looks it up instead of reading the rules again."""
 
 
 def _visit(
@@ -92,6 +105,8 @@ def _visit(
 
 def _value(obj: object, path: str) -> Any:
     """The value at `path`; through a list, the list of its items' values (absent ones left out)."""
+    if "." not in path:  # most rules are on a field of the class itself
+        return getattr(obj, path)
     head, _, rest = path.partition(".")
     value = getattr(obj, head)
     if not rest or value is None:
@@ -132,10 +147,33 @@ def _broken(rule: Rule, obj: object, sender: str | None) -> tuple[Any, str] | No
         return None  # an absent optional field breaks no rule on its value
     values = value if isinstance(value, list) else [value]
     for v in values:
-        text = _check(kind, op, v)
+        text = _seen(kind, op, v)
         if text is not None:
             return v, text
     return None
+
+
+def _seen(kind: str, op: Any, v: Any) -> str | None:
+    """`_check`, answered from memory for a string, integer or bytes value checked before: a
+    capture repeats the same exchange names and codes in frame after frame."""
+    if type(v) not in _MEMO_TYPES:
+        return _check(kind, op, v)
+    key = (kind, op, v)
+    try:
+        return _MEMO[key]
+    except KeyError:
+        pass
+    except TypeError:  # an operand that cannot be a key
+        return _check(kind, op, v)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    text = _MEMO[key] = _check(kind, op, v)
+    return text
+
+
+_MEMO: dict[tuple[str, Any, Any], str | None] = {}
+_MEMO_SIZE = 65536
+_MEMO_TYPES = frozenset({str, int, bytes})
 
 
 def _check(kind: str, op: Any, v: Any) -> str | None:

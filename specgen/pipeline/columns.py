@@ -12,6 +12,7 @@ the driver's walk's decision alone (`ranges.py`).
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 from collections.abc import Callable, Iterator
@@ -270,7 +271,23 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     The range's bytes are read between its gaps, a stretch at a time; of a gap only the part a
     reject keeps is read. Between gaps every frame frames (the driver checked), so a size prefix
     that runs past the next gap means the file changed since the walk: RangeChanged.
+
+    The cyclic garbage collector is paused while the range is read (and its batches written,
+    between yields): decoded messages hold no reference cycles, reference counting frees them,
+    yet a batch allocates hundreds of thousands of objects and the collector would walk every
+    live one again and again, about a fifth of the CPU (200,000 Streams frames in one process:
+    1.92 s with it, 1.55 s without).
     """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield from _decode_range(r, codec)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     framing = codec.framing
     decode: Callable[..., Any] = codec.framing.decode  # with the codec's checksum choice
     # the rules each frame breaks, as its sender sent it: a second look, after decoding
@@ -283,6 +300,9 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     protocol_header_at = framing.protocol_header_at if framing.protocol_headers else None
     unpack_header = framing.header.unpack_from
     fields_at = framing.fields_at
+    # without an escape a header is one unpack and its frame's length one addition
+    plain = framing.escape is None
+    adjust = framing.length_adjust
     following = framing.following  # None: no message says octets follow its frame
     fragment_of: Callable[..., Any] | None = getattr(codec.package, "Fragment", None)
     continued = framing.continued
@@ -317,6 +337,9 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         n - here >= hsize and lo <= unpack_header(view, here)[li] <= hi
                     ):
                         length = own  # a protocol header: a message with no frame header
+                    elif plain and n - here >= hsize:
+                        header = unpack_header(view, here)
+                        length = header[li] + adjust
                     else:
                         got = fields_at(view, here)
                         if got is None:

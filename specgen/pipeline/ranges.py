@@ -180,7 +180,7 @@ class Framing:
         """Whether unpacked `fields` are a wide header's (their length is past the escape)."""
         return self.escape is not None and fields[self.length_index] >= self.escape
 
-    @property
+    @cached_property
     def length_adjust(self) -> int:
         return self.width if self.adjust < 0 else self.adjust
 
