@@ -66,22 +66,44 @@ def violations(
     depth (`nested` says where: each class's attributes that may hold one), each named by its
     own class, as the spec names the rule's owner; with `sender` ("client" or "server"), the
     peer that sent it, also whether that peer may."""
-    name = type(msg).__name__
-    key = (id(rules), name, sender)
-    known = _BY_SENDER.get(key)
+    known = of_class(type(msg).__name__, rules, nested, sender)
     if known is not None:
-        return list(known)
+        return known
     found: list[Violation] = []
     _visit(msg, rules, nested, sender, found)
-    if name not in nested and all(rule.kind == "sender" for rule in rules.get(name, ())):
-        _BY_SENDER[key] = tuple(found)
     return found
 
 
-_BY_SENDER: dict[tuple[int, str, str | None], tuple[Violation, ...]] = {}
-"""What a message of a class whose only rules say who sends it breaks, by (rules, class,
-sender): nothing else decides it, and most classes have no other rule, so a decoder that checks
-every frame looks it up instead of reading the rules again."""
+def of_class(
+    name: str,
+    rules: Mapping[str, tuple[Rule, ...]],
+    nested: Mapping[str, tuple[str, ...]],
+    sender: str | None = None,
+) -> list[Violation] | None:
+    """What every message of the class named `name` breaks as `sender` sent it, where the
+    class's rules can say no more (each says who sends it, and it holds no structure with
+    rules): most classes, so a decoder that checks every frame looks it up instead of reading
+    the rules again. None where the values decide: `violations` reads the message."""
+    key = (id(rules), name, sender)
+    try:
+        known = _OF_CLASS[key]
+    except KeyError:
+        known = None
+        if name not in nested and all(rule.kind == "sender" for rule in rules.get(name, ())):
+            found = []
+            for rule in rules.get(name, ()):
+                broken = _broken(rule, None, sender)
+                if broken is not None:
+                    found.append(
+                        Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec)
+                    )
+            known = tuple(found)
+        _OF_CLASS[key] = known
+    return None if known is None else list(known)
+
+
+_OF_CLASS: dict[tuple[int, str, str | None], tuple[Violation, ...] | None] = {}
+"""`of_class`'s answers by (rules, class name, sender); None: the values decide."""
 
 
 def _visit(
