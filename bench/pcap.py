@@ -406,7 +406,15 @@ def single(capture: Path, out: Path) -> dict[str, Any]:
 
 def write_streams(capture: Path, streams: Path, ports: frozenset[int]) -> dict[str, Any]:
     """The pcap's connections as byte files and indexes in `streams`, as the pcap job writes
-    them; the counts for its reconciliation."""
+    them; the counts for its reconciliation. The cyclic collector is paused meanwhile, as the
+    pcap job's stages pause it (`specgen.pipeline.collector`)."""
+    from specgen.pipeline import collector
+
+    with collector.paused():
+        return _write_streams(capture, streams, ports)
+
+
+def _write_streams(capture: Path, streams: Path, ports: frozenset[int]) -> dict[str, Any]:
     from specgen.pipeline import pcap, pcap_job, reassembly
 
     t0 = time.perf_counter()

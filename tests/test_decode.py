@@ -1254,8 +1254,8 @@ def test_a_range_is_read_with_the_cyclic_collector_paused_and_given_back(
     captures: Captures,
 ) -> None:
     """`decode_range` pauses the cyclic garbage collector while it reads (decoded messages hold
-    no cycles) and turns it back on when it ends, read to the end or closed early; a collector
-    the caller had turned off stays off."""
+    no cycles: `collector`) and turns it back on when it ends, read to the end or closed early;
+    a collector the caller had turned off stays off."""
     import gc
 
     from specgen.pipeline.columns import Codec, decode_range

@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from specgen import outdir
-from specgen.pipeline import unfinished
+from specgen.pipeline import collector, unfinished
 from specgen.pipeline.columns import (
     REJECTS_SCHEMA,
     Codec,
@@ -234,7 +234,8 @@ def prepare(
     verify_checksums: bool = True,
 ) -> Job:
     """Everything before decoding: the codec, the output check, the captures, the ranges."""
-    return inputs(protocol, input_dir, out, overwrite, verify_checksums).plan(target)
+    with collector.paused():  # the walk reads every frame header
+        return inputs(protocol, input_dir, out, overwrite, verify_checksums).plan(target)
 
 
 @dataclass(frozen=True)
@@ -408,7 +409,8 @@ def decode_local(
         for r in job.ranges:
             for table, batch in decode_range(r, job.codec):
                 writers[table].write_batch(batch)
-    result = Result.of(check(job.files(), paths["frames"], paths["rejects"]), job.found)
+    with collector.paused():  # the reconciliation reads every row back
+        result = Result.of(check(job.files(), paths["frames"], paths["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
     unfinished.finish(out)
@@ -447,11 +449,12 @@ def _walk_streams(
 ) -> Iterator[tuple[int, Any]]:
     """A walk task: (index, its cuts as tuples) per stream, or (index, the input error)."""
     framing = _codec(import_name, verify_checksums).framing
-    for i, stream in streams:
-        try:
-            yield i, [astuple(cut) for cut in split(stream, framing, target)]
-        except DecodeInputError as e:
-            yield i, str(e)
+    with collector.paused():
+        for i, stream in streams:
+            try:
+                yield i, [astuple(cut) for cut in split(stream, framing, target)]
+            except DecodeInputError as e:
+                yield i, str(e)
 
 
 @functools.cache

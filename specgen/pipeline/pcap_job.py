@@ -44,7 +44,7 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from specgen.pipeline import decode, openings, pcap, reassembly, records, unfinished
+from specgen.pipeline import collector, decode, openings, pcap, reassembly, records, unfinished
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
@@ -267,6 +267,16 @@ def stage1(
     The payloads never cross into the JVM: measured on a 1 GiB pcap, carrying them through
     Spark's shuffle (and the cached stage-1 rows) took 4.6 GiB of memory per GiB of capture
     and as much time as it saved."""
+    with collector.paused():
+        yield from _stage1(ports, segments_dir, todo, batches)
+
+
+def _stage1(
+    ports: frozenset[int],
+    segments_dir: str,
+    todo: list[tuple[int, str, str, int, int]],
+    batches: Iterable[Any],
+) -> Iterator[Any]:
     for batch in batches:
         for k in batch.column(0).to_pylist():
             task, path, capture, start, end = todo[k]
@@ -326,6 +336,11 @@ class _Group:
 def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
     """mapInArrow's function for stage 2: segment rows sorted by (capture, client, server,
     index) in, one summary row per reassembled direction out; the byte files are written."""
+    with collector.paused():
+        yield from _stage2(streams_dir, ports, batches)
+
+
+def _stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
     group: _Group | None = None
     ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
     for batch in batches:
