@@ -1,6 +1,6 @@
 """`specgen decode` in one plain process, this checkout against an earlier tree, on the Streams mix.
 
-    .venv/bin/python bench/one_process.py --before TREE [--frames N] [--rounds R] [--results DIR]
+    .venv/bin/python bench/one_process.py --before TREE [--label TEXT] [--frames N] [--rounds R]
 
 Issue 39 asks one process to decode the Streams mix at least twice as fast as the code of the
 day it was filed, measured on the same machine. This script:
@@ -83,6 +83,7 @@ def decode_once(tree: Path, capture: Path, scratch: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--before", type=Path, required=True, help="an extracted earlier tree")
+    p.add_argument("--label", help="what the earlier tree is (its commit, say); default its path")
     p.add_argument("--frames", type=int, default=2_000_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         rates = [r["frames"] / r["wall"] for r in rs]
         rows.append(
             {
-                "tree": name if name == "now" else f"before ({args.before})",
+                "tree": name if name == "now" else f"before ({args.label or args.before})",
                 "frames": generated.frames,
                 "best_frames_per_s": round(max(rates)),
                 "median_frames_per_s": round(statistics.median(rates)),
