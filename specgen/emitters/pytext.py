@@ -127,9 +127,15 @@ def literal(value: object) -> Code:
     if isinstance(value, list):
         return Code("[" + ", ".join(literal(v) for v in value) + "]")
     if isinstance(value, frozenset):
-        inner = ", ".join(sorted(literal(v) for v in value))
+        # numbers by value, then anything else by its text: {1, 2, 10}, not {1, 10, 2}
+        ordered = sorted(value, key=lambda v: (0, v, "") if _numeric(v) else (1, 0, literal(v)))
+        inner = ", ".join(literal(v) for v in ordered)
         return Code(f"frozenset({{{inner}}})" if value else "frozenset()")
     raise TypeError(f"no Python literal for {type(value).__name__}")
+
+
+def _numeric(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def in_fstring(text: str) -> Code:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from specgen.emitters.naming import PlanError, attr_name
 from specgen.emitters.plan import ModulePlan
+from specgen.emitters.pytext import Code
 from specgen.emitters.render import Renderer
 from specgen.ir import Protocol
 from specgen.ir.rules import COMPARISONS, SpecRule
@@ -283,6 +284,7 @@ def emit(
     by_class: dict[str, list[PlacedRule]] = {}
     for p in placed:
         by_class.setdefault(p.cls, []).append(p)
+    files = spec_files(placed)
     text = renderer.render(
         "python/rules.py.j2",
         spec,
@@ -291,6 +293,8 @@ def emit(
         version=spec.version,
         source=protocol.source,
         by_class=sorted(by_class.items()),
+        files=files,
+        at={p.spec: spec_expr(p.spec, files) for p in placed},
         nested=nested(plan, placed),
         counts=tallies,
         # why a kind is not (or not wholly) checked, for the kinds this spec has unchecked
@@ -299,6 +303,31 @@ def emit(
         },
     )
     return {"rules.py": text}
+
+
+def spec_files(placed: list[PlacedRule]) -> dict[str, str]:
+    """Each spec file the rules are stated in -> the rules module's constant naming it: `SPEC`
+    where there is one, `SPEC_<STEM>` for each of several (AMQP 1.0's parts), so that a rule
+    reads `f"{SPEC}:408:5"` on one line instead of the path again in every rule."""
+    found = list(dict.fromkeys(p.spec.rsplit(":", 2)[0] for p in placed))
+    if len(found) == 1:
+        return {found[0]: "SPEC"}
+    names: dict[str, str] = {}
+    for file in found:
+        stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        name = "SPEC_" + re.sub(r"\W+", "_", stem).strip("_").upper()
+        while name in names.values():
+            name += "_"
+        names[file] = name
+    return names
+
+
+def spec_expr(spec: str, files: dict[str, str]) -> Code:
+    """`file:line:col` as the f-string of its file's constant (`f"{SPEC}:408:5"`)."""
+    file, line, col = spec.rsplit(":", 2)
+    if not (line.isdigit() and col.isdigit()):
+        raise PlanError(f"{spec}: a rule's place is not file:line:col")
+    return Code(f'f"{{{files[file]}}}:{line}:{col}"')  # a constant's name and two numbers
 
 
 def emit_runtime(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:

@@ -23,303 +23,167 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC = "specs/amqp-0-9-1/amqp0-9-1.extended.xml"
+"""The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "BasicConsume": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2543:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "client", f"{SPEC}:2543:7"),
     ),
-    "BasicConsumeOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2621:7"),
-    ),
+    "BasicConsumeOk": (Rule("sender", None, "server", f"{SPEC}:2621:7"),),
     "BasicDeliver": (
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2830:7"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "server", f"{SPEC}:2830:7"),
     ),
     "BasicGet": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2859:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "client", f"{SPEC}:2859:7"),
     ),
-    "BasicGetEmpty": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2902:7"),
-    ),
+    "BasicGetEmpty": (Rule("sender", None, "server", f"{SPEC}:2902:7"),),
     "BasicGetOk": (
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2878:7"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "server", f"{SPEC}:2878:7"),
     ),
     "BasicPublish": (
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2686:7"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:2686:7"),
     ),
-    "BasicQos": (Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2451:7"),),
-    "BasicQosOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2519:7"),
-    ),
-    "BasicRecover": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3058:7"),
-    ),
-    "BasicRecoverAsync": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3032:7"),
-    ),
-    "BasicRecoverOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3072:7"),
-    ),
-    "BasicReject": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2989:7"),
-    ),
+    "BasicQos": (Rule("sender", None, "client", f"{SPEC}:2451:7"),),
+    "BasicQosOk": (Rule("sender", None, "server", f"{SPEC}:2519:7"),),
+    "BasicRecover": (Rule("sender", None, "client", f"{SPEC}:3058:7"),),
+    "BasicRecoverAsync": (Rule("sender", None, "client", f"{SPEC}:3032:7"),),
+    "BasicRecoverOk": (Rule("sender", None, "server", f"{SPEC}:3072:7"),),
+    "BasicReject": (Rule("sender", None, "client", f"{SPEC}:2989:7"),),
     "BasicReturn": (
-        Rule("notnull", "reply_code", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:454:5"),
-        Rule("notnull", "reply_text", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:462:5"),
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2787:7"),
+        Rule("notnull", "reply_code", None, f"{SPEC}:454:5"),
+        Rule("notnull", "reply_text", None, f"{SPEC}:462:5"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "server", f"{SPEC}:2787:7"),
     ),
     "ChannelClose": (
-        Rule("notnull", "reply_code", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:454:5"),
-        Rule("notnull", "reply_text", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:462:5"),
+        Rule("notnull", "reply_code", None, f"{SPEC}:454:5"),
+        Rule("notnull", "reply_text", None, f"{SPEC}:462:5"),
     ),
-    "ChannelOpen": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:998:7"),
-    ),
-    "ChannelOpenOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1008:7"),
-    ),
-    "ConfirmSelect": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3369:7"),
-    ),
-    "ConfirmSelectOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3380:7"),
-    ),
+    "ChannelOpen": (Rule("sender", None, "client", f"{SPEC}:998:7"),),
+    "ChannelOpenOk": (Rule("sender", None, "server", f"{SPEC}:1008:7"),),
+    "ConfirmSelect": (Rule("sender", None, "client", f"{SPEC}:3369:7"),),
+    "ConfirmSelectOk": (Rule("sender", None, "server", f"{SPEC}:3380:7"),),
     "ConnectionClose": (
-        Rule("notnull", "reply_code", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:454:5"),
-        Rule("notnull", "reply_text", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:462:5"),
+        Rule("notnull", "reply_code", None, f"{SPEC}:454:5"),
+        Rule("notnull", "reply_text", None, f"{SPEC}:462:5"),
     ),
     "ConnectionOpen": (
-        Rule("notnull", "virtual_host", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:389:5"),
-        Rule("length", "virtual_host", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:390:5"),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:818:7"),
+        Rule("notnull", "virtual_host", None, f"{SPEC}:389:5"),
+        Rule("length", "virtual_host", 127, f"{SPEC}:390:5"),
+        Rule("sender", None, "client", f"{SPEC}:818:7"),
     ),
-    "ConnectionOpenOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:850:7"),
-    ),
-    "ConnectionSecure": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:674:7"),
-    ),
+    "ConnectionOpenOk": (Rule("sender", None, "server", f"{SPEC}:850:7"),),
+    "ConnectionSecure": (Rule("sender", None, "server", f"{SPEC}:674:7"),),
     "ConnectionSecureOk": (
-        Rule("notnull", "response", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:698:9"),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:691:7"),
+        Rule("notnull", "response", None, f"{SPEC}:698:9"),
+        Rule("sender", None, "client", f"{SPEC}:691:7"),
     ),
     "ConnectionStart": (
-        Rule("notnull", "mechanisms", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:581:9"),
-        Rule("notnull", "locales", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:598:9"),
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:544:7"),
+        Rule("notnull", "mechanisms", None, f"{SPEC}:581:9"),
+        Rule("notnull", "locales", None, f"{SPEC}:598:9"),
+        Rule("sender", None, "server", f"{SPEC}:544:7"),
     ),
     "ConnectionStartOk": (
-        Rule("notnull", "mechanism", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:645:9"),
-        Rule("notnull", "response", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:653:9"),
-        Rule("notnull", "locale", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:661:9"),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:608:7"),
+        Rule("notnull", "mechanism", None, f"{SPEC}:645:9"),
+        Rule("notnull", "response", None, f"{SPEC}:653:9"),
+        Rule("notnull", "locale", None, f"{SPEC}:661:9"),
+        Rule("sender", None, "client", f"{SPEC}:608:7"),
     ),
-    "ConnectionTune": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:711:7"),
-    ),
+    "ConnectionTune": (Rule("sender", None, "server", f"{SPEC}:711:7"),),
     "ConnectionTuneOk": (
-        Rule("notnull", "channel_max", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:771:9"),
-        Rule(
-            "le",
-            "channel_max",
-            None,
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:772:9",
-            ("ConnectionTune", "channel_max"),
-            0,
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:757:7"),
+        Rule("notnull", "channel_max", None, f"{SPEC}:771:9"),
+        Rule("le", "channel_max", None, f"{SPEC}:772:9", ("ConnectionTune", "channel_max"), 0),
+        Rule("sender", None, "client", f"{SPEC}:757:7"),
     ),
-    "ConnectionUpdateSecret": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:937:7"),
-    ),
-    "ConnectionUpdateSecretOk": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:958:7"),
-    ),
+    "ConnectionUpdateSecret": (Rule("sender", None, "server", f"{SPEC}:937:7"),),
+    "ConnectionUpdateSecretOk": (Rule("sender", None, "client", f"{SPEC}:958:7"),),
     "ExchangeBind": (
-        Rule("length", "destination", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "destination",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("length", "source", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "source",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1481:7"),
+        Rule("length", "destination", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "destination", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("length", "source", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "source", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:1481:7"),
     ),
-    "ExchangeBindOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1563:7"),
-    ),
+    "ExchangeBindOk": (Rule("sender", None, "server", f"{SPEC}:1563:7"),),
     "ExchangeDeclare": (
-        Rule("notnull", "exchange", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1257:9"),
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1230:7"),
+        Rule("notnull", "exchange", None, f"{SPEC}:1257:9"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:1230:7"),
     ),
-    "ExchangeDeclareOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1383:7"),
-    ),
+    "ExchangeDeclareOk": (Rule("sender", None, "server", f"{SPEC}:1383:7"),),
     "ExchangeDelete": (
-        Rule("notnull", "exchange", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1406:9"),
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1394:7"),
+        Rule("notnull", "exchange", None, f"{SPEC}:1406:9"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:1394:7"),
     ),
-    "ExchangeDeleteOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1433:7"),
-    ),
+    "ExchangeDeleteOk": (Rule("sender", None, "server", f"{SPEC}:1433:7"),),
     "ExchangeUnbind": (
-        Rule("length", "destination", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "destination",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("length", "source", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "source",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1574:7"),
+        Rule("length", "destination", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "destination", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("length", "source", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "source", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:1574:7"),
     ),
-    "ExchangeUnbindOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1646:7"),
-    ),
+    "ExchangeUnbindOk": (Rule("sender", None, "server", f"{SPEC}:1646:7"),),
     "QueueBind": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1961:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:1961:7"),
     ),
-    "QueueBindOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2041:7"),
-    ),
+    "QueueBindOk": (Rule("sender", None, "server", f"{SPEC}:2041:7"),),
     "QueueDeclare": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1705:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "client", f"{SPEC}:1705:7"),
     ),
     "QueueDeclareOk": (
-        Rule("notnull", "queue", None, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1882:9"),
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:1875:7"),
+        Rule("notnull", "queue", None, f"{SPEC}:1882:9"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "server", f"{SPEC}:1875:7"),
     ),
     "QueueDelete": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2197:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "client", f"{SPEC}:2197:7"),
     ),
-    "QueueDeleteOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2265:7"),
-    ),
+    "QueueDeleteOk": (Rule("sender", None, "server", f"{SPEC}:2265:7"),),
     "QueuePurge": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2137:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("sender", None, "client", f"{SPEC}:2137:7"),
     ),
-    "QueuePurgeOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2171:7"),
-    ),
+    "QueuePurgeOk": (Rule("sender", None, "server", f"{SPEC}:2171:7"),),
     "QueueUnbind": (
-        Rule("length", "queue", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:408:5"),
-        Rule(
-            "regexp", "queue", "^[a-zA-Z0-9-_.:]*$", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:409:5"
-        ),
-        Rule("length", "exchange", 127, "specs/amqp-0-9-1/amqp0-9-1.extended.xml:353:5"),
-        Rule(
-            "regexp",
-            "exchange",
-            "^[a-zA-Z0-9-_.:]*$",
-            "specs/amqp-0-9-1/amqp0-9-1.extended.xml:354:5",
-        ),
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2051:7"),
+        Rule("length", "queue", 127, f"{SPEC}:408:5"),
+        Rule("regexp", "queue", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:409:5"),
+        Rule("length", "exchange", 127, f"{SPEC}:353:5"),
+        Rule("regexp", "exchange", "^[a-zA-Z0-9-_.:]*$", f"{SPEC}:354:5"),
+        Rule("sender", None, "client", f"{SPEC}:2051:7"),
     ),
-    "QueueUnbindOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:2110:7"),
-    ),
-    "TxCommit": (Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3246:7"),),
-    "TxCommitOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3264:7"),
-    ),
-    "TxRollback": (
-        Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3277:7"),
-    ),
-    "TxRollbackOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3295:7"),
-    ),
-    "TxSelect": (Rule("sender", None, "client", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3227:7"),),
-    "TxSelectOk": (
-        Rule("sender", None, "server", "specs/amqp-0-9-1/amqp0-9-1.extended.xml:3236:7"),
-    ),
+    "QueueUnbindOk": (Rule("sender", None, "server", f"{SPEC}:2110:7"),),
+    "TxCommit": (Rule("sender", None, "client", f"{SPEC}:3246:7"),),
+    "TxCommitOk": (Rule("sender", None, "server", f"{SPEC}:3264:7"),),
+    "TxRollback": (Rule("sender", None, "client", f"{SPEC}:3277:7"),),
+    "TxRollbackOk": (Rule("sender", None, "server", f"{SPEC}:3295:7"),),
+    "TxSelect": (Rule("sender", None, "client", f"{SPEC}:3227:7"),),
+    "TxSelectOk": (Rule("sender", None, "server", f"{SPEC}:3236:7"),),
 }
 """Each class's rules, by class name."""
 

@@ -28,67 +28,31 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC = "specs/amqp-1-0/amqp-core-transport-v1.0.txt"
+"""The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "Attach": (
-        Rule("mandatory", "name", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:945:138"),
-        Rule("mandatory", "handle", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:945:190"),
-        Rule("mandatory", "role", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:945:244"),
-        Rule(
-            "choice",
-            "role",
-            frozenset({False, True}),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1251:1",
-        ),
-        Rule(
-            "choice",
-            "snd_settle_mode",
-            frozenset({0, 1, 2}),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1259:1",
-        ),
-        Rule(
-            "choice",
-            "rcv_settle_mode",
-            frozenset({0, 1}),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1276:1",
-        ),
+        Rule("mandatory", "name", None, f"{SPEC}:945:138"),
+        Rule("mandatory", "handle", None, f"{SPEC}:945:190"),
+        Rule("mandatory", "role", None, f"{SPEC}:945:244"),
+        Rule("choice", "role", frozenset({False, True}), f"{SPEC}:1251:1"),
+        Rule("choice", "snd_settle_mode", frozenset({0, 1, 2}), f"{SPEC}:1259:1"),
+        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), f"{SPEC}:1276:1"),
     ),
     "Begin": (
-        Rule(
-            "mandatory",
-            "next_outgoing_id",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:912:181",
-        ),
-        Rule(
-            "mandatory",
-            "incoming_window",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:912:254",
-        ),
-        Rule(
-            "mandatory",
-            "outgoing_window",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:912:315",
-        ),
+        Rule("mandatory", "next_outgoing_id", None, f"{SPEC}:912:181"),
+        Rule("mandatory", "incoming_window", None, f"{SPEC}:912:254"),
+        Rule("mandatory", "outgoing_window", None, f"{SPEC}:912:315"),
     ),
-    "Detach": (
-        Rule("mandatory", "handle", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1211:138"),
-    ),
+    "Detach": (Rule("mandatory", "handle", None, f"{SPEC}:1211:138"),),
     "Disposition": (
-        Rule("mandatory", "role", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1175:148"),
-        Rule(
-            "choice",
-            "role",
-            frozenset({False, True}),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1251:1",
-        ),
-        Rule("mandatory", "first", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1175:198"),
+        Rule("mandatory", "role", None, f"{SPEC}:1175:148"),
+        Rule("choice", "role", frozenset({False, True}), f"{SPEC}:1251:1"),
+        Rule("mandatory", "first", None, f"{SPEC}:1175:198"),
     ),
     "Error": (
-        Rule(
-            "mandatory", "condition", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1360:119"
-        ),
+        Rule("mandatory", "condition", None, f"{SPEC}:1360:119"),
         Rule(
             "requires",
             "condition",
@@ -124,42 +88,18 @@ RULES: dict[str, tuple[Rule, ...]] = {
                     }
                 ),
             ),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1360:119",
+            f"{SPEC}:1360:119",
         ),
     ),
     "Flow": (
-        Rule(
-            "mandatory",
-            "incoming_window",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1023:190",
-        ),
-        Rule(
-            "mandatory",
-            "next_outgoing_id",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1023:251",
-        ),
-        Rule(
-            "mandatory",
-            "outgoing_window",
-            None,
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1023:324",
-        ),
+        Rule("mandatory", "incoming_window", None, f"{SPEC}:1023:190"),
+        Rule("mandatory", "next_outgoing_id", None, f"{SPEC}:1023:251"),
+        Rule("mandatory", "outgoing_window", None, f"{SPEC}:1023:324"),
     ),
-    "Open": (
-        Rule(
-            "mandatory", "container_id", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:855:134"
-        ),
-    ),
+    "Open": (Rule("mandatory", "container_id", None, f"{SPEC}:855:134"),),
     "Transfer": (
-        Rule("mandatory", "handle", None, "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1097:142"),
-        Rule(
-            "choice",
-            "rcv_settle_mode",
-            frozenset({0, 1}),
-            "specs/amqp-1-0/amqp-core-transport-v1.0.txt:1276:1",
-        ),
+        Rule("mandatory", "handle", None, f"{SPEC}:1097:142"),
+        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), f"{SPEC}:1276:1"),
     ),
 }
 """Each class's rules, by class name."""

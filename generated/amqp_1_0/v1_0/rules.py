@@ -29,33 +29,27 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC_TRANSPORT = "specs/amqp-1-0/transport.xml"
+SPEC_MESSAGING = "specs/amqp-1-0/messaging.xml"
+SPEC_TRANSACTIONS = "specs/amqp-1-0/transactions.xml"
+SPEC_SECURITY = "specs/amqp-1-0/security.xml"
+"""The spec files the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "Attach": (
-        Rule("mandatory", "name", None, "specs/amqp-1-0/transport.xml:2653:7"),
-        Rule("mandatory", "handle", None, "specs/amqp-1-0/transport.xml:2664:7"),
-        Rule("mandatory", "role", None, "specs/amqp-1-0/transport.xml:2678:7"),
-        Rule("choice", "role", frozenset({False, True}), "specs/amqp-1-0/transport.xml:3309:5"),
-        Rule(
-            "choice", "snd_settle_mode", frozenset({0, 1, 2}), "specs/amqp-1-0/transport.xml:3314:5"
-        ),
-        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), "specs/amqp-1-0/transport.xml:3339:5"),
-        Rule(
-            "requires",
-            "source",
-            ("provides", frozenset({"source"})),
-            "specs/amqp-1-0/transport.xml:2703:7",
-        ),
-        Rule(
-            "requires",
-            "target",
-            ("provides", frozenset({"target"})),
-            "specs/amqp-1-0/transport.xml:2712:7",
-        ),
+        Rule("mandatory", "name", None, f"{SPEC_TRANSPORT}:2653:7"),
+        Rule("mandatory", "handle", None, f"{SPEC_TRANSPORT}:2664:7"),
+        Rule("mandatory", "role", None, f"{SPEC_TRANSPORT}:2678:7"),
+        Rule("choice", "role", frozenset({False, True}), f"{SPEC_TRANSPORT}:3309:5"),
+        Rule("choice", "snd_settle_mode", frozenset({0, 1, 2}), f"{SPEC_TRANSPORT}:3314:5"),
+        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), f"{SPEC_TRANSPORT}:3339:5"),
+        Rule("requires", "source", ("provides", frozenset({"source"})), f"{SPEC_TRANSPORT}:2703:7"),
+        Rule("requires", "target", ("provides", frozenset({"target"})), f"{SPEC_TRANSPORT}:2712:7"),
     ),
     "Begin": (
-        Rule("mandatory", "next_outgoing_id", None, "specs/amqp-1-0/transport.xml:2579:7"),
-        Rule("mandatory", "incoming_window", None, "specs/amqp-1-0/transport.xml:2586:7"),
-        Rule("mandatory", "outgoing_window", None, "specs/amqp-1-0/transport.xml:2593:7"),
+        Rule("mandatory", "next_outgoing_id", None, f"{SPEC_TRANSPORT}:2579:7"),
+        Rule("mandatory", "incoming_window", None, f"{SPEC_TRANSPORT}:2586:7"),
+        Rule("mandatory", "outgoing_window", None, f"{SPEC_TRANSPORT}:2593:7"),
     ),
     "Coordinator": (
         Rule(
@@ -73,25 +67,25 @@ RULES: dict[str, tuple[Rule, ...]] = {
                     }
                 ),
             ),
-            "specs/amqp-1-0/transactions.xml:660:7",
+            f"{SPEC_TRANSACTIONS}:660:7",
         ),
     ),
-    "Declared": (Rule("mandatory", "txn_id", None, "specs/amqp-1-0/transactions.xml:749:7"),),
-    "Detach": (Rule("mandatory", "handle", None, "specs/amqp-1-0/transport.xml:3241:7"),),
-    "Discharge": (Rule("mandatory", "txn_id", None, "specs/amqp-1-0/transactions.xml:713:7"),),
+    "Declared": (Rule("mandatory", "txn_id", None, f"{SPEC_TRANSACTIONS}:749:7"),),
+    "Detach": (Rule("mandatory", "handle", None, f"{SPEC_TRANSPORT}:3241:7"),),
+    "Discharge": (Rule("mandatory", "txn_id", None, f"{SPEC_TRANSACTIONS}:713:7"),),
     "Disposition": (
-        Rule("mandatory", "role", None, "specs/amqp-1-0/transport.xml:3173:7"),
-        Rule("choice", "role", frozenset({False, True}), "specs/amqp-1-0/transport.xml:3309:5"),
-        Rule("mandatory", "first", None, "specs/amqp-1-0/transport.xml:3182:7"),
+        Rule("mandatory", "role", None, f"{SPEC_TRANSPORT}:3173:7"),
+        Rule("choice", "role", frozenset({False, True}), f"{SPEC_TRANSPORT}:3309:5"),
+        Rule("mandatory", "first", None, f"{SPEC_TRANSPORT}:3182:7"),
         Rule(
             "requires",
             "state",
             ("provides", frozenset({"delivery-state"})),
-            "specs/amqp-1-0/transport.xml:3208:7",
+            f"{SPEC_TRANSPORT}:3208:7",
         ),
     ),
     "Error": (
-        Rule("mandatory", "condition", None, "specs/amqp-1-0/transport.xml:3450:7"),
+        Rule("mandatory", "condition", None, f"{SPEC_TRANSPORT}:3450:7"),
         Rule(
             "requires",
             "condition",
@@ -130,76 +124,76 @@ RULES: dict[str, tuple[Rule, ...]] = {
                     }
                 ),
             ),
-            "specs/amqp-1-0/transport.xml:3450:7",
+            f"{SPEC_TRANSPORT}:3450:7",
         ),
     ),
     "Flow": (
-        Rule("mandatory", "incoming_window", None, "specs/amqp-1-0/transport.xml:2831:7"),
-        Rule("mandatory", "next_outgoing_id", None, "specs/amqp-1-0/transport.xml:2841:7"),
-        Rule("mandatory", "outgoing_window", None, "specs/amqp-1-0/transport.xml:2850:7"),
+        Rule("mandatory", "incoming_window", None, f"{SPEC_TRANSPORT}:2831:7"),
+        Rule("mandatory", "next_outgoing_id", None, f"{SPEC_TRANSPORT}:2841:7"),
+        Rule("mandatory", "outgoing_window", None, f"{SPEC_TRANSPORT}:2850:7"),
     ),
-    "Open": (Rule("mandatory", "container_id", None, "specs/amqp-1-0/transport.xml:2416:7"),),
+    "Open": (Rule("mandatory", "container_id", None, f"{SPEC_TRANSPORT}:2416:7"),),
     "Received": (
-        Rule("mandatory", "section_number", None, "specs/amqp-1-0/messaging.xml:831:7"),
-        Rule("mandatory", "section_offset", None, "specs/amqp-1-0/messaging.xml:844:7"),
+        Rule("mandatory", "section_number", None, f"{SPEC_MESSAGING}:831:7"),
+        Rule("mandatory", "section_offset", None, f"{SPEC_MESSAGING}:844:7"),
     ),
-    "SaslChallenge": (Rule("mandatory", "challenge", None, "specs/amqp-1-0/security.xml:458:7"),),
-    "SaslInit": (Rule("mandatory", "mechanism", None, "specs/amqp-1-0/security.xml:404:7"),),
+    "SaslChallenge": (Rule("mandatory", "challenge", None, f"{SPEC_SECURITY}:458:7"),),
+    "SaslInit": (Rule("mandatory", "mechanism", None, f"{SPEC_SECURITY}:404:7"),),
     "SaslMechanisms": (
-        Rule("mandatory", "sasl_server_mechanisms", None, "specs/amqp-1-0/security.xml:380:7"),
+        Rule("mandatory", "sasl_server_mechanisms", None, f"{SPEC_SECURITY}:380:7"),
     ),
     "SaslOutcome": (
-        Rule("mandatory", "code", None, "specs/amqp-1-0/security.xml:502:7"),
-        Rule("choice", "code", frozenset({0, 1, 2, 3, 4}), "specs/amqp-1-0/security.xml:520:5"),
+        Rule("mandatory", "code", None, f"{SPEC_SECURITY}:502:7"),
+        Rule("choice", "code", frozenset({0, 1, 2, 3, 4}), f"{SPEC_SECURITY}:520:5"),
     ),
-    "SaslResponse": (Rule("mandatory", "response", None, "specs/amqp-1-0/security.xml:478:7"),),
+    "SaslResponse": (Rule("mandatory", "response", None, f"{SPEC_SECURITY}:478:7"),),
     "Source": (
-        Rule("choice", "durable", frozenset({0, 1, 2}), "specs/amqp-1-0/messaging.xml:1570:5"),
+        Rule("choice", "durable", frozenset({0, 1, 2}), f"{SPEC_MESSAGING}:1570:5"),
         Rule(
             "choice",
             "expiry_policy",
             frozenset({"connection-close", "link-detach", "never", "session-end"}),
-            "specs/amqp-1-0/messaging.xml:1602:5",
+            f"{SPEC_MESSAGING}:1602:5",
         ),
         Rule(
             "requires",
             "distribution_mode",
             ("one of", frozenset({"copy", "move"})),
-            "specs/amqp-1-0/messaging.xml:1406:7",
+            f"{SPEC_MESSAGING}:1406:7",
         ),
         Rule(
             "requires",
             "default_outcome",
             ("provides", frozenset({"outcome"})),
-            "specs/amqp-1-0/messaging.xml:1429:7",
+            f"{SPEC_MESSAGING}:1429:7",
         ),
     ),
     "Target": (
-        Rule("choice", "durable", frozenset({0, 1, 2}), "specs/amqp-1-0/messaging.xml:1570:5"),
+        Rule("choice", "durable", frozenset({0, 1, 2}), f"{SPEC_MESSAGING}:1570:5"),
         Rule(
             "choice",
             "expiry_policy",
             frozenset({"connection-close", "link-detach", "never", "session-end"}),
-            "specs/amqp-1-0/messaging.xml:1602:5",
+            f"{SPEC_MESSAGING}:1602:5",
         ),
     ),
     "TransactionalState": (
-        Rule("mandatory", "txn_id", None, "specs/amqp-1-0/transactions.xml:765:7"),
+        Rule("mandatory", "txn_id", None, f"{SPEC_TRANSACTIONS}:765:7"),
         Rule(
             "requires",
             "outcome",
             ("provides", frozenset({"outcome"})),
-            "specs/amqp-1-0/transactions.xml:767:7",
+            f"{SPEC_TRANSACTIONS}:767:7",
         ),
     ),
     "Transfer": (
-        Rule("mandatory", "handle", None, "specs/amqp-1-0/transport.xml:2967:7"),
-        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), "specs/amqp-1-0/transport.xml:3339:5"),
+        Rule("mandatory", "handle", None, f"{SPEC_TRANSPORT}:2967:7"),
+        Rule("choice", "rcv_settle_mode", frozenset({0, 1}), f"{SPEC_TRANSPORT}:3339:5"),
         Rule(
             "requires",
             "state",
             ("provides", frozenset({"delivery-state"})),
-            "specs/amqp-1-0/transport.xml:3068:7",
+            f"{SPEC_TRANSPORT}:3068:7",
         ),
     ),
 }

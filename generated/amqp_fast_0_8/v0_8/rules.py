@@ -23,53 +23,39 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC = "specs/amqp-fast-0-8/amq-rfc006.txt"
+"""The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    "ChannelAck": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1302:1"),),
-    "ChannelCommit": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1298:1"),),
+    "ChannelAck": (Rule("sender", None, "client", f"{SPEC}:1302:1"),),
+    "ChannelCommit": (Rule("sender", None, "client", f"{SPEC}:1298:1"),),
     "ChannelOpen": (
-        Rule("gt", "channel_id", 0, "specs/amqp-fast-0-8/amq-rfc006.txt:1323:1"),
-        Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1294:1"),
+        Rule("gt", "channel_id", 0, f"{SPEC}:1323:1"),
+        Rule("sender", None, "client", f"{SPEC}:1294:1"),
     ),
-    "ChannelRollback": (
-        Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1300:1"),
-    ),
-    "ConnectionChallenge": (
-        Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:794:1"),
-    ),
-    "ConnectionOpen": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:806:1"),),
-    "ConnectionReply": (
-        Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:810:1"),
-    ),
-    "ConnectionResponse": (
-        Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:797:1"),
-    ),
-    "HandleBrowse": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1780:1"),),
+    "ChannelRollback": (Rule("sender", None, "client", f"{SPEC}:1300:1"),),
+    "ConnectionChallenge": (Rule("sender", None, "server", f"{SPEC}:794:1"),),
+    "ConnectionOpen": (Rule("sender", None, "client", f"{SPEC}:806:1"),),
+    "ConnectionReply": (Rule("sender", None, "server", f"{SPEC}:810:1"),),
+    "ConnectionResponse": (Rule("sender", None, "client", f"{SPEC}:797:1"),),
+    "HandleBrowse": (Rule("sender", None, "client", f"{SPEC}:1780:1"),),
     "HandleConsume": (
-        Rule(
-            "choice", "service_type", frozenset({1, 2}), "specs/amqp-fast-0-8/amq-rfc006.txt:1949:1"
-        ),
-        Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1771:1"),
+        Rule("choice", "service_type", frozenset({1, 2}), f"{SPEC}:1949:1"),
+        Rule("sender", None, "client", f"{SPEC}:1771:1"),
     ),
-    "HandleCreated": (Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:1786:1"),),
-    "HandleFlow": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1773:1"),),
-    "HandleIndex": (Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:1790:1"),),
-    "HandleNotify": (Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:1788:1"),),
-    "HandleOpen": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1766:1"),),
-    "HandleQuery": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1778:1"),),
-    "HandleReply": (Rule("sender", None, "server", "specs/amqp-fast-0-8/amq-rfc006.txt:1793:1"),),
+    "HandleCreated": (Rule("sender", None, "server", f"{SPEC}:1786:1"),),
+    "HandleFlow": (Rule("sender", None, "client", f"{SPEC}:1773:1"),),
+    "HandleIndex": (Rule("sender", None, "server", f"{SPEC}:1790:1"),),
+    "HandleNotify": (Rule("sender", None, "server", f"{SPEC}:1788:1"),),
+    "HandleOpen": (Rule("sender", None, "client", f"{SPEC}:1766:1"),),
+    "HandleQuery": (Rule("sender", None, "client", f"{SPEC}:1778:1"),),
+    "HandleReply": (Rule("sender", None, "server", f"{SPEC}:1793:1"),),
     "HandleSend": (
-        Rule(
-            "choice",
-            "service_type",
-            frozenset({1, 2, 3}),
-            "specs/amqp-fast-0-8/amq-rfc006.txt:1916:1",
-        ),
-        Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1769:1"),
+        Rule("choice", "service_type", frozenset({1, 2, 3}), f"{SPEC}:1916:1"),
+        Rule("sender", None, "client", f"{SPEC}:1769:1"),
     ),
-    "HandleUnget": (Rule("sender", None, "client", "specs/amqp-fast-0-8/amq-rfc006.txt:1776:1"),),
-    "MessageHead": (
-        Rule("range", "priority", (0, 9), "specs/amqp-fast-0-8/amq-rfc006.txt:1706:1"),
-    ),
+    "HandleUnget": (Rule("sender", None, "client", f"{SPEC}:1776:1"),),
+    "MessageHead": (Rule("range", "priority", (0, 9), f"{SPEC}:1706:1"),),
 }
 """Each class's rules, by class name."""
 

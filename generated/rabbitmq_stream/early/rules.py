@@ -21,73 +21,34 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC = "specs/rabbitmq-stream/PROTOCOL-early.adoc"
+"""The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
-    "CreateRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:95:1"),
-    ),
-    "CreateResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:95:1"),
-    ),
-    "Credit": (Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:51:1"),),
-    "DeleteRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:99:1"),
-    ),
-    "DeleteResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:99:1"),
-    ),
-    "Deliver": (Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:47:1"),),
-    "MetadataRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:67:1"),
-    ),
-    "MetadataResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:67:1"),
-    ),
-    "MetadataUpdate": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:63:1"),
-    ),
-    "OpenRequest": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:83:1"),
-    ),
-    "OpenResponse": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:83:1"),
-    ),
-    "Publish": (Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:35:1"),),
-    "PublishConfirm": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:39:1"),
-    ),
-    "PublishError": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:59:1"),
-    ),
-    "SaslAuthenticateRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:75:1"),
-    ),
-    "SaslAuthenticateResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:75:1"),
-    ),
-    "SaslHandshakeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:71:1"),
-    ),
-    "SaslHandshakeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:71:1"),
-    ),
-    "SubscribeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:43:1"),
-    ),
-    "SubscribeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:43:1"),
-    ),
-    "TuneRequest": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:79:1"),
-    ),
-    "TuneResponse": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:79:1"),
-    ),
-    "UnsubscribeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-early.adoc:55:1"),
-    ),
-    "UnsubscribeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-early.adoc:55:1"),
-    ),
+    "CreateRequest": (Rule("sender", None, "client", f"{SPEC}:95:1"),),
+    "CreateResponse": (Rule("sender", None, "server", f"{SPEC}:95:1"),),
+    "Credit": (Rule("sender", None, "client", f"{SPEC}:51:1"),),
+    "DeleteRequest": (Rule("sender", None, "client", f"{SPEC}:99:1"),),
+    "DeleteResponse": (Rule("sender", None, "server", f"{SPEC}:99:1"),),
+    "Deliver": (Rule("sender", None, "server", f"{SPEC}:47:1"),),
+    "MetadataRequest": (Rule("sender", None, "client", f"{SPEC}:67:1"),),
+    "MetadataResponse": (Rule("sender", None, "server", f"{SPEC}:67:1"),),
+    "MetadataUpdate": (Rule("sender", None, "server", f"{SPEC}:63:1"),),
+    "OpenRequest": (Rule("sender", None, "server", f"{SPEC}:83:1"),),
+    "OpenResponse": (Rule("sender", None, "client", f"{SPEC}:83:1"),),
+    "Publish": (Rule("sender", None, "client", f"{SPEC}:35:1"),),
+    "PublishConfirm": (Rule("sender", None, "server", f"{SPEC}:39:1"),),
+    "PublishError": (Rule("sender", None, "server", f"{SPEC}:59:1"),),
+    "SaslAuthenticateRequest": (Rule("sender", None, "client", f"{SPEC}:75:1"),),
+    "SaslAuthenticateResponse": (Rule("sender", None, "server", f"{SPEC}:75:1"),),
+    "SaslHandshakeRequest": (Rule("sender", None, "client", f"{SPEC}:71:1"),),
+    "SaslHandshakeResponse": (Rule("sender", None, "server", f"{SPEC}:71:1"),),
+    "SubscribeRequest": (Rule("sender", None, "client", f"{SPEC}:43:1"),),
+    "SubscribeResponse": (Rule("sender", None, "server", f"{SPEC}:43:1"),),
+    "TuneRequest": (Rule("sender", None, "server", f"{SPEC}:79:1"),),
+    "TuneResponse": (Rule("sender", None, "client", f"{SPEC}:79:1"),),
+    "UnsubscribeRequest": (Rule("sender", None, "client", f"{SPEC}:55:1"),),
+    "UnsubscribeResponse": (Rule("sender", None, "server", f"{SPEC}:55:1"),),
 }
 """Each class's rules, by class name."""
 

@@ -24,319 +24,274 @@ from __future__ import annotations
 from .. import violations as _check
 from ..violations import Rule, Violation
 
+SPEC = "specs/rabbitmq-stream/PROTOCOL-4.0.adoc"
+"""The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
+
 RULES: dict[str, tuple[Rule, ...]] = {
     "CloseResponse": (
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "ConsumerUpdateRequest": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:219:1"),
-    ),
+    "ConsumerUpdateRequest": (Rule("sender", None, "server", f"{SPEC}:219:1"),),
     "ConsumerUpdateResponse": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:219:1"),
+        Rule("sender", None, "client", f"{SPEC}:219:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
         Rule(
             "choice",
             "offset_specification.offset_type",
             frozenset({0, 1, 2, 3, 4, 5}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:725:5",
+            f"{SPEC}:725:5",
         ),
     ),
-    "CreateRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:154:1"),
-    ),
+    "CreateRequest": (Rule("sender", None, "client", f"{SPEC}:154:1"),),
     "CreateResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:154:1"),
+        Rule("sender", None, "server", f"{SPEC}:154:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "CreateSuperStreamRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:234:1"),
-    ),
+    "CreateSuperStreamRequest": (Rule("sender", None, "client", f"{SPEC}:234:1"),),
     "CreateSuperStreamResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:234:1"),
+        Rule("sender", None, "server", f"{SPEC}:234:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "Credit": (Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:134:1"),),
+    "Credit": (Rule("sender", None, "client", f"{SPEC}:134:1"),),
     "CreditResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:134:1"),
+        Rule("sender", None, "server", f"{SPEC}:134:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "DeclarePublisherRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:94:1"),
-        Rule("length", "publisher_reference", 256, "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:253:3"),
+        Rule("sender", None, "client", f"{SPEC}:94:1"),
+        Rule("length", "publisher_reference", 256, f"{SPEC}:253:3"),
     ),
     "DeclarePublisherResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:94:1"),
+        Rule("sender", None, "server", f"{SPEC}:94:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "DeletePublisherRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:119:1"),
-    ),
+    "DeletePublisherRequest": (Rule("sender", None, "client", f"{SPEC}:119:1"),),
     "DeletePublisherResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:119:1"),
+        Rule("sender", None, "server", f"{SPEC}:119:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "DeleteRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:159:1"),
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:239:1"),
+        Rule("sender", None, "client", f"{SPEC}:159:1"),
+        Rule("sender", None, "client", f"{SPEC}:239:1"),
     ),
     "DeleteResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:159:1"),
+        Rule("sender", None, "server", f"{SPEC}:159:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "DeleteSuperStreamRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:159:1"),
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:239:1"),
+        Rule("sender", None, "client", f"{SPEC}:159:1"),
+        Rule("sender", None, "client", f"{SPEC}:239:1"),
     ),
     "DeleteSuperStreamResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:239:1"),
+        Rule("sender", None, "server", f"{SPEC}:239:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "DeliverV1": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:129:1"),
-        Rule(
-            "choice",
-            "osiris_chunk.chunk_type",
-            frozenset({0, 1, 2}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:391:3",
-        ),
+        Rule("sender", None, "server", f"{SPEC}:129:1"),
+        Rule("choice", "osiris_chunk.chunk_type", frozenset({0, 1, 2}), f"{SPEC}:391:3"),
     ),
     "DeliverV2": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:129:1"),
-        Rule(
-            "choice",
-            "osiris_chunk.chunk_type",
-            frozenset({0, 1, 2}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:391:3",
-        ),
+        Rule("sender", None, "server", f"{SPEC}:129:1"),
+        Rule("choice", "osiris_chunk.chunk_type", frozenset({0, 1, 2}), f"{SPEC}:391:3"),
     ),
-    "ExchangeCommandVersionsRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:224:1"),
-    ),
+    "ExchangeCommandVersionsRequest": (Rule("sender", None, "client", f"{SPEC}:224:1"),),
     "ExchangeCommandVersionsResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:224:1"),
+        Rule("sender", None, "server", f"{SPEC}:224:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "MetadataRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:164:1"),
-    ),
+    "MetadataRequest": (Rule("sender", None, "client", f"{SPEC}:164:1"),),
     "MetadataResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:164:1"),
+        Rule("sender", None, "server", f"{SPEC}:164:1"),
         Rule(
             "response-code",
             "stream_metadata.response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "MetadataUpdate": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:169:1"),
-    ),
-    "OpenRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:194:1"),
-    ),
+    "MetadataUpdate": (Rule("sender", None, "server", f"{SPEC}:169:1"),),
+    "OpenRequest": (Rule("sender", None, "client", f"{SPEC}:194:1"),),
     "OpenResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:194:1"),
+        Rule("sender", None, "server", f"{SPEC}:194:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "PartitionsRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:214:1"),
-    ),
+    "PartitionsRequest": (Rule("sender", None, "client", f"{SPEC}:214:1"),),
     "PartitionsResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:214:1"),
+        Rule("sender", None, "server", f"{SPEC}:214:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "PeerPropertiesRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:174:1"),
-    ),
+    "PeerPropertiesRequest": (Rule("sender", None, "client", f"{SPEC}:174:1"),),
     "PeerPropertiesResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:174:1"),
+        Rule("sender", None, "server", f"{SPEC}:174:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "PublishConfirm": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:104:1"),
-    ),
-    "PublishError": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:109:1"),
-    ),
-    "PublishV1": (Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:99:1"),),
-    "PublishV2": (Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:99:1"),),
+    "PublishConfirm": (Rule("sender", None, "server", f"{SPEC}:104:1"),),
+    "PublishError": (Rule("sender", None, "server", f"{SPEC}:109:1"),),
+    "PublishV1": (Rule("sender", None, "client", f"{SPEC}:99:1"),),
+    "PublishV2": (Rule("sender", None, "client", f"{SPEC}:99:1"),),
     "QueryOffsetRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:144:1"),
-        Rule("length", "reference", 256, "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:473:3"),
+        Rule("sender", None, "client", f"{SPEC}:144:1"),
+        Rule("length", "reference", 256, f"{SPEC}:473:3"),
     ),
     "QueryOffsetResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:144:1"),
+        Rule("sender", None, "server", f"{SPEC}:144:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "QueryPublisherSequenceRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:114:1"),
-        Rule("length", "publisher_reference", 256, "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:324:3"),
+        Rule("sender", None, "client", f"{SPEC}:114:1"),
+        Rule("length", "publisher_reference", 256, f"{SPEC}:324:3"),
     ),
     "QueryPublisherSequenceResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:114:1"),
+        Rule("sender", None, "server", f"{SPEC}:114:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "RouteRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:209:1"),
-    ),
+    "RouteRequest": (Rule("sender", None, "client", f"{SPEC}:209:1"),),
     "RouteResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:209:1"),
+        Rule("sender", None, "server", f"{SPEC}:209:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "SaslAuthenticateRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:184:1"),
-    ),
+    "SaslAuthenticateRequest": (Rule("sender", None, "client", f"{SPEC}:184:1"),),
     "SaslAuthenticateResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:184:1"),
+        Rule("sender", None, "server", f"{SPEC}:184:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "SaslHandshakeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:179:1"),
-    ),
+    "SaslHandshakeRequest": (Rule("sender", None, "client", f"{SPEC}:179:1"),),
     "SaslHandshakeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:179:1"),
+        Rule("sender", None, "server", f"{SPEC}:179:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "StoreOffset": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:139:1"),
-        Rule("length", "reference", 256, "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:461:3"),
+        Rule("sender", None, "client", f"{SPEC}:139:1"),
+        Rule("length", "reference", 256, f"{SPEC}:461:3"),
     ),
-    "StreamStatsRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:229:1"),
-    ),
+    "StreamStatsRequest": (Rule("sender", None, "client", f"{SPEC}:229:1"),),
     "StreamStatsResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:229:1"),
+        Rule("sender", None, "server", f"{SPEC}:229:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
     "SubscribeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:124:1"),
+        Rule("sender", None, "client", f"{SPEC}:124:1"),
         Rule(
             "choice",
             "offset_specification.offset_type",
             frozenset({1, 2, 3, 4, 5}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:361:3",
+            f"{SPEC}:361:3",
         ),
     ),
     "SubscribeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:124:1"),
+        Rule("sender", None, "server", f"{SPEC}:124:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
-    "TuneRequest": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:189:1"),
-    ),
-    "TuneResponse": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:189:1"),
-    ),
-    "UnsubscribeRequest": (
-        Rule("sender", None, "client", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:149:1"),
-    ),
+    "TuneRequest": (Rule("sender", None, "server", f"{SPEC}:189:1"),),
+    "TuneResponse": (Rule("sender", None, "client", f"{SPEC}:189:1"),),
+    "UnsubscribeRequest": (Rule("sender", None, "client", f"{SPEC}:149:1"),),
     "UnsubscribeResponse": (
-        Rule("sender", None, "server", "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:149:1"),
+        Rule("sender", None, "server", f"{SPEC}:149:1"),
         Rule(
             "response-code",
             "response_code",
-            frozenset({1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 2, 3, 4, 5, 6, 7, 8, 9}),
-            "specs/rabbitmq-stream/PROTOCOL-4.0.adoc:62:1",
+            frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}),
+            f"{SPEC}:62:1",
         ),
     ),
 }
