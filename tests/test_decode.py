@@ -1281,3 +1281,26 @@ def test_a_range_is_read_with_the_cyclic_collector_paused_and_given_back(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_ranges_are_binned_largest_first_each_once_and_about_evenly() -> None:
+    """`decode.bins` gives each range to one Spark task: every index once, no more bins than
+    asked (nor empty ones), the bins by load and each bin's ranges largest first, and no bin
+    over the mean by more than its largest range (the greedy bound)."""
+    import random
+
+    rng = random.Random(39)
+    for _ in range(200):
+        sizes = [rng.randint(1, 1 << 25) for _ in range(rng.randint(1, 60))]
+        count = rng.randint(1, 10)
+        got = decode.bins(sizes, count)
+        assert sorted(i for b in got for i in b) == list(range(len(sizes)))
+        assert 0 < len(got) <= min(count, len(sizes)) and all(got)
+        loads = [sum(sizes[i] for i in b) for b in got]
+        assert loads == sorted(loads, reverse=True)
+        assert all(
+            [sizes[i] for i in b] == sorted((sizes[i] for i in b), reverse=True) for b in got
+        )
+        assert max(loads) <= sum(sizes) / len(got) + max(sizes)
+    assert decode.bins([], 4) == []
+    assert decode.bins([5, 9, 1], 1) == [[1, 0, 2]]

@@ -320,18 +320,23 @@ def run(
         for path in dirs.values():
             shutil.rmtree(path, ignore_errors=True)
             path.mkdir(parents=True)
-        # Largest ranges first: Spark starts partitions in order, so the small ones fill in
-        # at the end and no core idles while a last large range runs alone (a byte file's
-        # tail range, and every small file, is shorter than the target). The index, which
-        # names each range's part files, stays the walk's.
-        order = sorted(
-            range(len(job.ranges)), key=lambda i: job.ranges[i].start - job.ranges[i].end
-        )
-        # Partition k of spark.range holds the number k alone: its task decodes the k-th range
-        # of `order`, which travels with the task's function. (A DataFrame made from a Python
+        # Two tasks per core, each a bin of ranges: a Python task costs Spark about 55 ms of
+        # the worker's time however little it does, and its JVM about 0.1 s of CPU (measured
+        # here, local mode): a task per range cost a 2 M-frame capture's 34 ranges 2 s. Ranges
+        # go largest first to the least loaded bin and bins run largest first, so no core idles
+        # while a last large one runs alone. The index, which names each range's part files,
+        # stays the walk's.
+        todo = [
+            [(i, astuple(job.ranges[i])) for i in b]
+            for b in bins(
+                [r.end - r.start for r in job.ranges],
+                TASKS_PER_CORE * spark.sparkContext.defaultParallelism,
+            )
+        ]
+        # Partition k of spark.range holds the number k alone: its task decodes the k-th bin
+        # of `todo`, which travels with the task's function. (A DataFrame made from a Python
         # RDD of the ranges would run a second Python worker beside every decoding one.)
-        ranges = spark.range(0, len(order), 1, numPartitions=max(1, len(order)))
-        todo = [(i, astuple(job.ranges[i])) for i in order]
+        ranges = spark.range(0, len(todo), 1, numPartitions=max(1, len(todo)))
         # Each task writes its range's Parquet part itself, with pyarrow, and hands Spark back
         # only its counts: the decoded columns never cross into the JVM. Measured on 5 M frames,
         # converting the wide nested frames schema to Spark rows and writing it from the JVM
@@ -339,7 +344,7 @@ def run(
         began = time.monotonic()
         size = sum(r.end - r.start for r in job.ranges)
         progress.line(f"decoding {_n(len(job.ranges), 'range')} ({size:,} bytes) in Spark tasks")
-        with tasks_done(spark, progress, "ranges"):
+        with tasks_done(spark, progress, "tasks"):
             written = ranges.mapInArrow(
                 functools.partial(
                     _write_partition,
@@ -425,7 +430,7 @@ def walk_on_spark(spark: Any, target: int, codec: Codec, streams: list[Stream]) 
     out: list[list[Cut]] = [[] for _ in streams]
     if not todo:
         return out
-    count = min(len(todo), 4 * spark.sparkContext.defaultParallelism)
+    count = min(len(todo), TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
     bins: list[list[tuple[int, Stream]]] = [[] for _ in range(count)]
     loads = [0] * count
     for i in todo:
@@ -488,24 +493,44 @@ def decodes(import_name: str) -> bool:
     return True
 
 
+TASKS_PER_CORE = 2
+"""Walking and decoding tasks per core (`bins`): two, so that a core whose first bin decodes
+faster than its bytes promised takes another, and few, as each Python task costs Spark a fixed
+share (2 M Streams frames on 2 cores, decode call: 12.5 s with a task per range, 34 tasks;
+10.6-11.0 s with 2 per core, 10.7-12.4 s with 1, 4, 8 or 17)."""
+
+
+def bins(sizes: list[int], count: int) -> list[list[int]]:
+    """Indices of `sizes` in at most `count` bins of about equal total: largest first, each
+    into the least loaded bin; the bins largest first, each bin's items largest first."""
+    order = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    out: list[list[int]] = [[] for _ in range(max(1, min(count, len(sizes))))]
+    loads = [0] * len(out)
+    for i in order:
+        least = loads.index(min(loads))
+        out[least].append(i)
+        loads[least] += sizes[i]
+    ranked = sorted(range(len(out)), key=lambda k: -loads[k])
+    return [out[k] for k in ranked if out[k]]
+
+
 def _write_partition(
-    todo: list[tuple[int, tuple[Any, ...]]],
+    todo: list[list[tuple[int, tuple[Any, ...]]]],
     import_name: str,
     verify_checksums: bool,
     frames_dir: str,
     rejects_dir: str,
     batches: Iterator[Any],
 ) -> Iterator[Any]:
-    """mapInArrow's function: numbers of ranges in `todo` in, each range decoded into its own
-    Parquet parts; counts out."""
+    """mapInArrow's function: numbers of bins of ranges in `todo` in, each range decoded into
+    its own Parquet parts; a row of counts per range out."""
     import pyarrow as pa
 
     codec = _codec(import_name, verify_checksums)
     schemas = {"frames": codec.frames_schema, "rejects": REJECTS_SCHEMA}
     folders = {"frames": Path(frames_dir), "rejects": Path(rejects_dir)}
     for batch in batches:
-        for k in batch.column(0).to_pylist():
-            index, fields = todo[k]
+        for index, fields in (item for k in batch.column(0).to_pylist() for item in todo[k]):
             writers: dict[str, Any] = {}
             counts = {"frames": 0, "rejects": 0}
             try:
