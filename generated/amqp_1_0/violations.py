@@ -90,13 +90,8 @@ def of_class(
     except KeyError:
         known = None
         if name not in nested and all(rule.kind == "sender" for rule in rules.get(name, ())):
-            found = []
-            for rule in rules.get(name, ()):
-                broken = _broken(rule, None, sender)
-                if broken is not None:
-                    found.append(
-                        Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec)
-                    )
+            found: list[Violation] = []
+            _own(name, None, rules, sender, found)  # a sender rule reads no value
             known = tuple(found)
         _OF_CLASS[key] = known
     return None if known is None else list(known)
@@ -114,15 +109,26 @@ def _visit(
     found: list[Violation],
 ) -> None:
     name = type(obj).__name__
-    for rule in rules.get(name, ()):
-        broken = _broken(rule, obj, sender)
-        if broken is not None:
-            found.append(Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec))
+    _own(name, obj, rules, sender, found)
     for attr in nested.get(name, ()):
         value = getattr(obj, attr, None)
         for item in value if isinstance(value, list) else (value,):
             if item is not None:
                 _visit(item, rules, nested, sender, found)
+
+
+def _own(
+    name: str,
+    obj: object,
+    rules: Mapping[str, tuple[Rule, ...]],
+    sender: str | None,
+    found: list[Violation],
+) -> None:
+    """The rules of the class named `name` that `obj` breaks, added to `found`."""
+    for rule in rules.get(name, ()):
+        broken = _broken(rule, obj, sender)
+        if broken is not None:
+            found.append(Violation(rule.kind, name, rule.field, broken[0], broken[1], rule.spec))
 
 
 def _value(obj: object, path: str) -> Any:

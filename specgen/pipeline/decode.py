@@ -426,19 +426,19 @@ def walk_on_spark(spark: Any, target: int, codec: Codec, streams: list[Stream]) 
     """`ranges.split` of every byte file, in Spark tasks: the files spread over a few tasks per
     core, the largest first, each task onto the least loaded; an unreadable file is the same
     input error as when the driver walks it."""
-    todo = sorted((i for i, s in enumerate(streams) if s.size), key=lambda i: -streams[i].size)
+    sized = [i for i, s in enumerate(streams) if s.size]
     out: list[list[Cut]] = [[] for _ in streams]
-    if not todo:
+    if not sized:
         return out
-    count = min(len(todo), TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
-    bins: list[list[tuple[int, Stream]]] = [[] for _ in range(count)]
-    loads = [0] * count
-    for i in todo:
-        least = loads.index(min(loads))
-        bins[least].append((i, streams[i]))
-        loads[least] += streams[i].size
+    tasks = [
+        [(sized[k], streams[sized[k]]) for k in b]
+        for b in bins(
+            [streams[i].size for i in sized],
+            TASKS_PER_CORE * spark.sparkContext.defaultParallelism,
+        )
+    ]
     walked = (
-        spark.sparkContext.parallelize(bins, count)
+        spark.sparkContext.parallelize(tasks, len(tasks))
         .flatMap(functools.partial(_walk_streams, codec.name, codec.verify_checksums, target))
         .collect()
     )
