@@ -24,16 +24,14 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicProperties(Structure):
-    """BasicProperties: Basic.Properties one-way message, identity (0x02, 60), sent by the both. On the wire: Type 2 (0x02), ClassId 60 (0x3c).
-
-    Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
+    """Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
 
     Spec: specs/amqp-0-9-1/amqp0-9-1.xml:1953:3 (0-9-1)
     Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:2275:3 (0-9-1-rabbitmq)
     """
 
     COMMAND: ClassVar[str] = "Basic.Properties"
-    IDENT: ClassVar[tuple[int, ...]] = (0x02, 60)
+    IDENT: ClassVar[tuple[int, ...]] = (0x02, 60)  # Type, ClassId
     TYPE: ClassVar[int] = 0x02
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
@@ -401,9 +399,7 @@ def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQos(Structure):
-    """BasicQos: Basic.Qos request, identity (0x01, 60, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 10 (0x0a).
-
-    specify quality of service
+    """specify quality of service
 
     This method requests a specific quality of service. The QoS can be specified for the current channel or for all channels on the connection. The particular properties and semantics of a qos method always depend on the content class semantics. Though the qos method could in principle apply to both peers, it is currently meaningful only for the server.
 
@@ -412,7 +408,7 @@ class BasicQos(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Qos"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -485,9 +481,7 @@ def _frame_basic_qos(msg: BasicQos) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicQosOk(Structure):
-    """BasicQosOk: Basic.QosOk response, identity (0x01, 60, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 11 (0x0b).
-
-    confirm the requested qos
+    """confirm the requested qos
 
     This method tells the client that the requested QoS levels could be handled by the server. The requested QoS applies to all active consumers until a new QoS is defined.
 
@@ -496,7 +490,7 @@ class BasicQosOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.QosOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -528,9 +522,7 @@ def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsume(Structure):
-    """BasicConsume: Basic.Consume request, identity (0x01, 60, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 20 (0x14).
-
-    start a queue consumer
+    """start a queue consumer
 
     This method asks the server to start a "consumer", which is a transient request for messages from a specific queue. Consumers last as long as the channel they were declared on, or until the client cancels them.
 
@@ -539,7 +531,7 @@ class BasicConsume(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Consume"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -666,9 +658,7 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicConsumeOk(Structure):
-    """BasicConsumeOk: Basic.ConsumeOk response, identity (0x01, 60, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 21 (0x15).
-
-    confirm a new consumer
+    """confirm a new consumer
 
     The server provides the client with a consumer tag, which is used by the client for methods called on the consumer at a later stage.
 
@@ -677,7 +667,7 @@ class BasicConsumeOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.ConsumeOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -720,9 +710,7 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicPublish(Structure):
-    """BasicPublish: Basic.Publish one-way message, identity (0x01, 60, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 40 (0x28).
-
-    publish a message
+    """publish a message
 
     This method publishes a message to a specific exchange. The message will be routed to queues as defined by the exchange configuration and distributed to any active consumers when the transaction, if any, is committed.
 
@@ -731,7 +719,7 @@ class BasicPublish(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Publish"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 40)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 40)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
@@ -828,9 +816,7 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReturn(Structure):
-    """BasicReturn: Basic.Return one-way message, identity (0x01, 60, 50), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 50 (0x32).
-
-    return a failed message
+    """return a failed message
 
     This method returns an undeliverable message that was published with the "immediate" flag set, or an unroutable message published with the "mandatory" flag set. The reply code and text provide information about the reason that the message was undeliverable.
 
@@ -839,7 +825,7 @@ class BasicReturn(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Return"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 50)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 50)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
@@ -932,9 +918,7 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicDeliver(Structure):
-    """BasicDeliver: Basic.Deliver one-way message, identity (0x01, 60, 60), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 60 (0x3c).
-
-    notify the client of a consumer message
+    """notify the client of a consumer message
 
     This method delivers a message to the client, via a consumer. In the asynchronous message delivery model, the client starts a consumer using the Consume method, then the server responds with Deliver methods as and when messages arrive for that consumer.
 
@@ -943,7 +927,7 @@ class BasicDeliver(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Deliver"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 60)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 60)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"
@@ -1048,9 +1032,7 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGet(Structure):
-    """BasicGet: Basic.Get request, identity (0x01, 60, 70), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 70 (0x46).
-
-    direct access to a queue
+    """direct access to a queue
 
     This method provides a direct access to the messages in a queue using a synchronous dialogue that is designed for specific types of application where synchronous functionality is more important than performance.
 
@@ -1059,7 +1041,7 @@ class BasicGet(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Get"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 70)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 70)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -1128,9 +1110,7 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetOk(Structure):
-    """BasicGetOk: Basic.GetOk response, identity (0x01, 60, 71), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 71 (0x47).
-
-    provide client with a message
+    """provide client with a message
 
     This method delivers a message to the client following a get method. A message delivered by 'get-ok' must be acknowledged unless the no-ack option was set in the get method.
 
@@ -1139,7 +1119,7 @@ class BasicGetOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.GetOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 71)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 71)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -1239,9 +1219,7 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicGetEmpty(Structure):
-    """BasicGetEmpty: Basic.GetEmpty response, identity (0x01, 60, 72), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 72 (0x48).
-
-    indicate no messages available
+    """indicate no messages available
 
     This method tells the client that the queue has no messages available for the client.
 
@@ -1250,7 +1228,7 @@ class BasicGetEmpty(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.GetEmpty"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 72)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 72)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -1291,9 +1269,7 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicReject(Structure):
-    """BasicReject: Basic.Reject one-way message, identity (0x01, 60, 90), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 90 (0x5a).
-
-    reject an incoming message
+    """reject an incoming message
 
     This method allows a client to reject a message. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
 
@@ -1302,7 +1278,7 @@ class BasicReject(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Reject"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 90)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 90)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
@@ -1363,9 +1339,7 @@ def _frame_basic_reject(msg: BasicReject) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverAsync(Structure):
-    """BasicRecoverAsync: Basic.RecoverAsync one-way message, identity (0x01, 60, 100), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 100 (0x64).
-
-    redeliver unacknowledged messages
+    """redeliver unacknowledged messages
 
     This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method is deprecated in favour of the synchronous Recover/Recover-Ok.
 
@@ -1376,7 +1350,7 @@ class BasicRecoverAsync(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.RecoverAsync"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 100)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 100)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
@@ -1427,9 +1401,7 @@ def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecover(Structure):
-    """BasicRecover: Basic.Recover one-way message, identity (0x01, 60, 110), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 110 (0x6e).
-
-    redeliver unacknowledged messages
+    """redeliver unacknowledged messages
 
     This method asks the server to redeliver all unacknowledged messages on a specified channel. Zero or more messages may be redelivered. This method replaces the asynchronous Recover.
 
@@ -1438,7 +1410,7 @@ class BasicRecover(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Recover"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 110)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 110)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"
@@ -1487,9 +1459,7 @@ def _frame_basic_recover(msg: BasicRecover) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicRecoverOk(Structure):
-    """BasicRecoverOk: Basic.RecoverOk one-way message, identity (0x01, 60, 111), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 111 (0x6f).
-
-    confirm recovery
+    """confirm recovery
 
     This method acknowledges a Basic.Recover method.
 
@@ -1498,7 +1468,7 @@ class BasicRecoverOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.RecoverOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 111)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 111)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "server"

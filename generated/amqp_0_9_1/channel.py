@@ -22,9 +22,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpen(Structure):
-    """ChannelOpen: Channel.Open request, identity (0x01, 20, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 10 (0x0a).
-
-    open a channel for use
+    """open a channel for use
 
     This method opens a channel to the server.
 
@@ -33,7 +31,7 @@ class ChannelOpen(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.Open"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -75,9 +73,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpenOk(Structure):
-    """ChannelOpenOk: Channel.OpenOk response, identity (0x01, 20, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 11 (0x0b).
-
-    signal that the channel is ready
+    """signal that the channel is ready
 
     This method signals to the client that the channel is ready for use.
 
@@ -86,7 +82,7 @@ class ChannelOpenOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.OpenOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -128,9 +124,7 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlow(Structure):
-    """ChannelFlow: Channel.Flow request, identity (0x01, 20, 20), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 20 (0x14).
-
-    enable/disable flow from peer
+    """enable/disable flow from peer
 
     This method asks the peer to pause or restart the flow of content data sent by a consumer. This is a simple flow-control mechanism that a peer can use to avoid overflowing its queues or otherwise finding itself receiving more messages than it can process. Note that this method is not intended for window control. It does not affect contents returned by Basic.Get-Ok methods.
 
@@ -139,7 +133,7 @@ class ChannelFlow(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.Flow"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
@@ -190,9 +184,7 @@ def _frame_channel_flow(msg: ChannelFlow) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelFlowOk(Structure):
-    """ChannelFlowOk: Channel.FlowOk response, identity (0x01, 20, 21), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 21 (0x15).
-
-    confirm a flow method
+    """confirm a flow method
 
     Confirms to the peer that a flow command was received and processed.
 
@@ -201,7 +193,7 @@ class ChannelFlowOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.FlowOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
@@ -250,9 +242,7 @@ def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelClose(Structure):
-    """ChannelClose: Channel.Close request, identity (0x01, 20, 40), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 40 (0x28).
-
-    request a channel close
+    """request a channel close
 
     This method indicates that the sender wants to close the channel. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
 
@@ -261,7 +251,7 @@ class ChannelClose(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.Close"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 40)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 40)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
@@ -334,9 +324,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCloseOk(Structure):
-    """ChannelCloseOk: Channel.CloseOk response, identity (0x01, 20, 41), sent by the both. On the wire: Type 1 (0x01), ClassId 20 (0x14), MethodId 41 (0x29).
-
-    confirm a channel close
+    """confirm a channel close
 
     This method confirms a Channel.Close method and tells the recipient that it is safe to release resources for the channel.
 
@@ -345,7 +333,7 @@ class ChannelCloseOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Channel.CloseOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 41)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 20, 41)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"

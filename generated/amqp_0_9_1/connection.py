@@ -23,9 +23,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStart(Structure):
-    """ConnectionStart: Connection.Start request, identity (0x01, 10, 10), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 10 (0x0a).
-
-    start connection negotiation
+    """start connection negotiation
 
     This method starts the connection negotiation process by telling the client the protocol version that the server proposes, along with a list of security mechanisms which the client can use for authentication.
 
@@ -34,7 +32,7 @@ class ConnectionStart(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Start"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
@@ -137,9 +135,7 @@ def _encode_connection_start(msg: ConnectionStart, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionStartOk(Structure):
-    """ConnectionStartOk: Connection.StartOk response, identity (0x01, 10, 11), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 11 (0x0b).
-
-    select security mechanism and locale
+    """select security mechanism and locale
 
     This method selects a SASL security mechanism.
 
@@ -148,7 +144,7 @@ class ConnectionStartOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.StartOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
@@ -251,9 +247,7 @@ def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> N
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecure(Structure):
-    """ConnectionSecure: Connection.Secure request, identity (0x01, 10, 20), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 20 (0x14).
-
-    security mechanism challenge
+    """security mechanism challenge
 
     The SASL protocol works by exchanging challenges and responses until both peers have received sufficient information to authenticate each other. This method challenges the client to provide more information.
 
@@ -262,7 +256,7 @@ class ConnectionSecure(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Secure"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
@@ -307,9 +301,7 @@ def _encode_connection_secure(msg: ConnectionSecure, parts: list[bytes]) -> None
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionSecureOk(Structure):
-    """ConnectionSecureOk: Connection.SecureOk response, identity (0x01, 10, 21), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 21 (0x15).
-
-    security mechanism response
+    """security mechanism response
 
     This method attempts to authenticate, passing a block of SASL data for the security mechanism at the server side.
 
@@ -318,7 +310,7 @@ class ConnectionSecureOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.SecureOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
@@ -366,9 +358,7 @@ def _encode_connection_secure_ok(msg: ConnectionSecureOk, parts: list[bytes]) ->
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTune(Structure):
-    """ConnectionTune: Connection.Tune request, identity (0x01, 10, 30), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 30 (0x1e).
-
-    propose connection tuning parameters
+    """propose connection tuning parameters
 
     This method proposes a set of connection configuration values to the client. The client can accept and/or adjust these.
 
@@ -377,7 +367,7 @@ class ConnectionTune(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Tune"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
@@ -443,9 +433,7 @@ def _frame_connection_tune(msg: ConnectionTune) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTuneOk(Structure):
-    """ConnectionTuneOk: Connection.TuneOk response, identity (0x01, 10, 31), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 31 (0x1f).
-
-    negotiate connection tuning parameters
+    """negotiate connection tuning parameters
 
     This method sends the client's connection tuning parameters to the server. Certain fields are negotiated, others provide capability information.
 
@@ -454,7 +442,7 @@ class ConnectionTuneOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.TuneOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
@@ -523,9 +511,7 @@ def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpen(Structure):
-    """ConnectionOpen: Connection.Open request, identity (0x01, 10, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 40 (0x28).
-
-    open connection to virtual host
+    """open connection to virtual host
 
     This method opens a connection to a virtual host, which is a collection of resources, and acts to separate multiple application domains within a server. The server may apply arbitrary limits per virtual host, such as the number of each type of entity that may be used, per connection and/or in total.
 
@@ -534,7 +520,7 @@ class ConnectionOpen(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Open"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 40)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 40)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -610,9 +596,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpenOk(Structure):
-    """ConnectionOpenOk: Connection.OpenOk response, identity (0x01, 10, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 41 (0x29).
-
-    signal that connection is ready
+    """signal that connection is ready
 
     This method signals to the client that the connection is ready for use.
 
@@ -621,7 +605,7 @@ class ConnectionOpenOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.OpenOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 41)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 41)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -664,9 +648,7 @@ def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> Non
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionClose(Structure):
-    """ConnectionClose: Connection.Close request, identity (0x01, 10, 50), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 50 (0x32).
-
-    request a connection close
+    """request a connection close
 
     This method indicates that the sender wants to close the connection. This may be due to internal conditions (e.g. a forced shut-down) or due to an error handling a specific method, i.e. an exception. When a close is due to an exception, the sender provides the class and method id of the method which caused the exception.
 
@@ -675,7 +657,7 @@ class ConnectionClose(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Close"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 50)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 50)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
@@ -748,9 +730,7 @@ def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionCloseOk(Structure):
-    """ConnectionCloseOk: Connection.CloseOk response, identity (0x01, 10, 51), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 51 (0x33).
-
-    confirm a connection close
+    """confirm a connection close
 
     This method confirms a Connection.Close method and tells the recipient that it is safe to release resources for the connection and close the socket.
 
@@ -759,7 +739,7 @@ class ConnectionCloseOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.CloseOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 51)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 51)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"

@@ -21,9 +21,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ContentBody(Structure):
-    """ContentBody: Content.Body one-way message, type 0x03, sent by the both.
-
-    A piece of content: the bytes of the frame body, in order.
+    """A piece of content: the bytes of the frame body, in order.
 
     Spec: specs/amqp-0-9-1/amqp0-9-1.xml:153:3 (0-9-1)
     Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:170:3 (0-9-1-rabbitmq)

@@ -22,9 +22,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclareOk(Structure):
-    """ExchangeDeclareOk: Exchange.DeclareOk response, identity (0x01, 40, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 11 (0x0b).
-
-    confirm exchange declaration
+    """confirm exchange declaration
 
     This method confirms a Declare method and confirms the name of the exchange, essential for automatically-named exchanges.
 
@@ -33,7 +31,7 @@ class ExchangeDeclareOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.DeclareOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -67,9 +65,7 @@ def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDelete(Structure):
-    """ExchangeDelete: Exchange.Delete request, identity (0x01, 40, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 20 (0x14).
-
-    delete an exchange
+    """delete an exchange
 
     This method deletes an exchange. When an exchange is deleted all queue bindings on the exchange are cancelled.
 
@@ -78,7 +74,7 @@ class ExchangeDelete(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.Delete"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -157,9 +153,7 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeleteOk(Structure):
-    """ExchangeDeleteOk: Exchange.DeleteOk response, identity (0x01, 40, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 21 (0x15).
-
-    confirm deletion of an exchange
+    """confirm deletion of an exchange
 
     This method confirms the deletion of an exchange.
 
@@ -168,7 +162,7 @@ class ExchangeDeleteOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.DeleteOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"

@@ -24,9 +24,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclare(Structure):
-    """QueueDeclare: Queue.Declare request, identity (0x01, 50, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 10 (0x0a).
-
-    declare queue, create if needed
+    """declare queue, create if needed
 
     This method creates or checks a queue. When creating a new queue the client can specify various properties that control the durability of the queue and its contents, and the level of sharing for the queue.
 
@@ -35,7 +33,7 @@ class QueueDeclare(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.Declare"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -151,9 +149,7 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeclareOk(Structure):
-    """QueueDeclareOk: Queue.DeclareOk response, identity (0x01, 50, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 11 (0x0b).
-
-    confirms a queue definition
+    """confirms a queue definition
 
     This method confirms a Declare method and confirms the name of the queue, essential for automatically-named queues.
 
@@ -162,7 +158,7 @@ class QueueDeclareOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.DeclareOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -226,9 +222,7 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBind(Structure):
-    """QueueBind: Queue.Bind request, identity (0x01, 50, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 20 (0x14).
-
-    bind queue to an exchange
+    """bind queue to an exchange
 
     This method binds a queue to an exchange. Until a queue is bound it will not receive any messages. In a classic messaging model, store-and-forward queues are bound to a direct exchange and subscription queues are bound to a topic exchange.
 
@@ -237,7 +231,7 @@ class QueueBind(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.Bind"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -355,9 +349,7 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueBindOk(Structure):
-    """QueueBindOk: Queue.BindOk response, identity (0x01, 50, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 21 (0x15).
-
-    confirm bind successful
+    """confirm bind successful
 
     This method confirms that the bind was successful.
 
@@ -366,7 +358,7 @@ class QueueBindOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.BindOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -398,9 +390,7 @@ def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurge(Structure):
-    """QueuePurge: Queue.Purge request, identity (0x01, 50, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 30 (0x1e).
-
-    purge a queue
+    """purge a queue
 
     This method removes all messages from a queue which are not awaiting acknowledgment.
 
@@ -409,7 +399,7 @@ class QueuePurge(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.Purge"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -475,9 +465,7 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueuePurgeOk(Structure):
-    """QueuePurgeOk: Queue.PurgeOk response, identity (0x01, 50, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 31 (0x1f).
-
-    confirms a queue purge
+    """confirms a queue purge
 
     This method confirms the purge of a queue.
 
@@ -486,7 +474,7 @@ class QueuePurgeOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.PurgeOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -534,9 +522,7 @@ def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDelete(Structure):
-    """QueueDelete: Queue.Delete request, identity (0x01, 50, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 40 (0x28).
-
-    delete a queue
+    """delete a queue
 
     This method deletes a queue. When a queue is deleted any pending messages are sent to a dead-letter queue if this is defined in the server configuration, and all consumers on the queue are cancelled.
 
@@ -545,7 +531,7 @@ class QueueDelete(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.Delete"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 40)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 40)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -635,9 +621,7 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueDeleteOk(Structure):
-    """QueueDeleteOk: Queue.DeleteOk response, identity (0x01, 50, 41), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 41 (0x29).
-
-    confirm deletion of a queue
+    """confirm deletion of a queue
 
     This method confirms the deletion of a queue.
 
@@ -646,7 +630,7 @@ class QueueDeleteOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.DeleteOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 41)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 41)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -694,9 +678,7 @@ def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbind(Structure):
-    """QueueUnbind: Queue.Unbind request, identity (0x01, 50, 50), sent by the client. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 50 (0x32).
-
-    unbind a queue from an exchange
+    """unbind a queue from an exchange
 
     This method unbinds a queue from an exchange.
 
@@ -705,7 +687,7 @@ class QueueUnbind(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.Unbind"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 50)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 50)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -808,9 +790,7 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class QueueUnbindOk(Structure):
-    """QueueUnbindOk: Queue.UnbindOk response, identity (0x01, 50, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 50 (0x32), MethodId 51 (0x33).
-
-    confirm unbind successful
+    """confirm unbind successful
 
     This method confirms that the unbind was successful.
 
@@ -819,7 +799,7 @@ class QueueUnbindOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Queue.UnbindOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 51)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 50, 51)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"

@@ -213,9 +213,7 @@ HEADER = struct.Struct(">BHI")
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat(Structure):
-    """Heartbeat: Heartbeat one-way message, type 0x08, sent by the both.
-
-    A heartbeat frame, on channel 0, with an empty body.
+    """A heartbeat frame, on channel 0, with an empty body.
 
     Spec: specs/amqp-0-9-1/amqp0-9-1.xml:154:3 (0-9-1)
     Spec: specs/amqp-0-9-1/amqp0-9-1.extended.xml:171:3 (0-9-1-rabbitmq)

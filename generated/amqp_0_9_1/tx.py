@@ -22,9 +22,7 @@ FRAMED_BY = ".shared"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelect(Structure):
-    """TxSelect: Tx.Select request, identity (0x01, 90, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 10 (0x0a).
-
-    select standard transaction mode
+    """select standard transaction mode
 
     This method sets the channel to use standard transactions. The client must use this method at least once on a channel before using the Commit or Rollback methods.
 
@@ -33,7 +31,7 @@ class TxSelect(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.Select"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -66,9 +64,7 @@ def _frame_tx_select(msg: TxSelect) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxSelectOk(Structure):
-    """TxSelectOk: Tx.SelectOk response, identity (0x01, 90, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 11 (0x0b).
-
-    confirm transaction mode
+    """confirm transaction mode
 
     This method confirms to the client that the channel was successfully set to use standard transactions.
 
@@ -77,7 +73,7 @@ class TxSelectOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.SelectOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -109,9 +105,7 @@ def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommit(Structure):
-    """TxCommit: Tx.Commit request, identity (0x01, 90, 20), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 20 (0x14).
-
-    commit the current transaction
+    """commit the current transaction
 
     This method commits all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a commit.
 
@@ -120,7 +114,7 @@ class TxCommit(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.Commit"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 20)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 20)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -153,9 +147,7 @@ def _frame_tx_commit(msg: TxCommit) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxCommitOk(Structure):
-    """TxCommitOk: Tx.CommitOk response, identity (0x01, 90, 21), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 21 (0x15).
-
-    confirm a successful commit
+    """confirm a successful commit
 
     This method confirms to the client that the commit succeeded. Note that if a commit fails, the server raises a channel exception.
 
@@ -164,7 +156,7 @@ class TxCommitOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.CommitOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 21)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 21)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -196,9 +188,7 @@ def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollback(Structure):
-    """TxRollback: Tx.Rollback request, identity (0x01, 90, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 30 (0x1e).
-
-    abandon the current transaction
+    """abandon the current transaction
 
     This method abandons all message publications and acknowledgments performed in the current transaction. A new transaction starts immediately after a rollback. Note that unacked messages will not be automatically redelivered by rollback; if that is required an explicit recover call should be issued.
 
@@ -207,7 +197,7 @@ class TxRollback(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.Rollback"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -240,9 +230,7 @@ def _frame_tx_rollback(msg: TxRollback) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class TxRollbackOk(Structure):
-    """TxRollbackOk: Tx.RollbackOk response, identity (0x01, 90, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 90 (0x5a), MethodId 31 (0x1f).
-
-    confirm successful rollback
+    """confirm successful rollback
 
     This method confirms to the client that the rollback succeeded. Note that if an rollback fails, the server raises a channel exception.
 
@@ -251,7 +239,7 @@ class TxRollbackOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Tx.RollbackOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 90, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"

@@ -377,7 +377,7 @@ def _maybe_bound(text: str) -> list[str]:
         items = re.sub(r"#[^\n]*", "", m.group(3)).strip("()")
         for item in items.split(","):
             words = item.split()
-            if words:
+            if words and words[0] != "*":
                 out.append(words[-1] if "as" in words else words[0].split(".")[0])
     return out
 
@@ -405,7 +405,8 @@ def check_bindings(
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             bound = [node.target.id]
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            bound = [(a.asname or a.name).split(".")[0] for a in node.names]
+            # `import *` binds its module's __all__, which the emitter keeps apart
+            bound = [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
         for name in bound:
             rule = (
                 "is bound twice (it would shadow another definition or import)"

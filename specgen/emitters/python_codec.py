@@ -134,7 +134,14 @@ def emit_described(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> d
         replace(c, name=name, doc=doc)
         for c, (name, _, doc) in zip(plan.protocol.constants, plan.described.constants, strict=True)
     ]
-    files["enums.py"] = _enums(spec, plan, renderer, names, described=plan.described)
+    files["enums.py"] = _enums(
+        spec,
+        plan,
+        renderer,
+        names,
+        described=plan.described,
+        enum_names=_described_enum_names(plan),
+    )
     return files
 
 
@@ -242,25 +249,33 @@ def _described_modules(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) 
     return files
 
 
+def _described_enum_names(plan: ModulePlan) -> list[str]:
+    """What a described version's `enums` module exports (its `__all__`)."""
+    d = plan.described
+    assert d is not None
+    names = {e.cls for e in d.enums} | {name for name, _, _ in d.constants} | {"COMMANDS"}
+    return sorted(names, key=isort_key)
+
+
 def _described_init(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> str:
     """The version's `__init__`: the family's, naming its described types, frames and values."""
     d = plan.described
     assert d is not None
-    commands = {c.cls for c in d.classes} | {"BODIES", "CLASSES", "DESCRIBED", "FRAME_KEYS"}
-    commands |= {"Frame", "ProtocolHeader", "decode", "decode_value", "decode_value_wire", "encode"}
-    if d.sections:
-        commands |= {"Message", "decode_message", "encode_message"}
-    enums = {e.cls for e in d.enums} | {name for name, _, _ in d.constants} | {"COMMANDS"}
-    values = {*d.wrappers, "encode_value"}
+    values = [*d.wrappers, "encode_value"]  # wrappers as ruff sorts them: naturally
+    commands = {"BODIES", "CLASSES", "DESCRIBED", "FRAME_KEYS", "Frame", "ProtocolHeader"}
+    commands |= {"decode", "decode_value", "decode_value_wire", "encode"}
+    commands |= {"Message", "decode_message", "encode_message"} if d.sections else set()
+    exports = [*values, "DecodeError", "EncodeError", "FrameReader"]
+    classes = [c.cls for c in d.classes]
+    enums = _described_enum_names(plan)
+    _exported_once(spec, __init__=exports, commands=[*classes, *commands], enums=enums)
     return renderer.render(
         "python/package_init.py.j2",
         spec,
         plan.protocol,
-        command_names=sorted(commands, key=isort_key),
-        enum_names=sorted(enums, key=isort_key),
-        value_names=[*d.wrappers, "encode_value"],  # wrappers as ruff sorts them: naturally
+        value_names=values,
         also=[],
-        exports=sorted(commands | enums | values | {"DecodeError", "EncodeError", "FrameReader"}),
+        exports=sorted(exports),
         **_common(spec, plan),
     )
 
@@ -346,7 +361,7 @@ def _wordless_message(m: dict[str, Any]) -> dict[str, Any]:
     """A message's view without the spec's words: its layout, as versions are compared by."""
     follows = m["follows"] and replace(m["follows"], doc="")
     attrs = [replace(a, doc="") for a in m["attrs"]]
-    return {**m, "summary": "", "paragraphs": [], "spans": [], "attrs": attrs, "follows": follows}
+    return {**m, "paragraphs": [], "spans": [], "attrs": attrs, "follows": follows}
 
 
 def _wordless_struct(s: dict[str, Any]) -> dict[str, Any]:
@@ -765,51 +780,27 @@ def emit(
     files["commands.py"] = renderer.render(
         "python/commands.py.j2", spec, protocol, imports_text=Code(imports_text), **render
     )
-    files["enums.py"] = _enums(spec, plan, renderer, protocol.constants)
-    exports = sorted(
-        {
-            "DecodeError",
-            "EncodeError",
-            "FrameReader",
-            "FRAME_KEYS",
-            "HEADER_SIZE",
-            "Message",
-            "Sender",
-            "decode",
-            "encode",
-            "PROTOCOL",
-            "VERSION",
-            _key_export(protocol),
-        }
-        | {s.name for s in plan.structs}
-        | {m.cls for m in plan.messages}
-        | {e.name for e in protocol.enums}
-        | {c.name for c in protocol.constants}
-    )
-    follows = {"following", "continued"} if common["follows"] else set()
-    if common["follows"] and common["follows_layout"]:
-        follows.add("FRAGMENT_HEAD")
-    exports = sorted({*exports, *follows, *({"Fragment"} if follows else ())})
-    command_names = sorted(
-        {"FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode"}
-        | follows
-        | {s.name for s in plan.structs}
-        | {m.cls for m in plan.messages},
-        key=isort_key,
-    )
     enum_names = sorted(
         {_key_export(protocol)}
         | {e.name for e in protocol.enums}
         | {c.name for c in protocol.constants},
         key=isort_key,
     )
+    files["enums.py"] = _enums(spec, plan, renderer, protocol.constants, enum_names=enum_names)
+    # the package's own names; its commands' and enums' follow from their modules' __all__
+    exports = ["DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION"]
+    follows = ["following", "continued"] if common["follows"] else []
+    if common["follows"]:
+        exports.append("Fragment")
+        follows += ["FRAGMENT_HEAD"] if common["follows_layout"] else []
+    fixed = ["FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode", *follows]
+    classes = [s.name for s in plan.structs] + [m.cls for m in plan.messages]
+    _exported_once(spec, __init__=exports, commands=fixed + classes, enums=enum_names)
     files["__init__.py"] = renderer.render(
         "python/package_init.py.j2",
         spec,
         protocol,
-        exports=exports,
-        command_names=command_names,
-        enum_names=enum_names,
+        exports=sorted(exports),
         also=[],
         **common,
     )
@@ -896,40 +887,36 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         sorted(enums, key=isort_key),
         sorted(value_names, key=isort_key),
     )
-    files |= {
-        "enums.py": renderer.render(
-            "python/enums.py.j2",
-            spec,
-            protocol,
-            commands=[],
-            single_key=False,
-            enums=protocol.enums,
-            constants=packed.constants,
-            domain_tables=_packed_macro(renderer, "_packed_macros", "domain_tables", packed),
-            **common,
-        ),
-    }
-    classes = [s.cls for s in packed.structs + packed.methods]
-    command_names = sorted({*_PACKED_COMMANDS, *classes}, key=isort_key)
     enum_names = sorted(
         {"CLASS_CODES", "CONSTANTS", "DOMAINS"}
         | {e.name for e in protocol.enums}
         | {c.name for c in packed.constants},
         key=isort_key,
     )
+    files["enums.py"] = renderer.render(
+        "python/enums.py.j2",
+        spec,
+        protocol,
+        commands=[],
+        single_key=False,
+        enums=protocol.enums,
+        constants=packed.constants,
+        domain_tables=_packed_macro(renderer, "_packed_macros", "domain_tables", packed),
+        enum_names=enum_names,
+        **common,
+    )
     also = [(m, sorted(names, key=isort_key)) for m, names in sorted(_PACKED_SHARED.items())]
     shared = [n for _, names in also for n in names]
-    exports = sorted(
-        {"DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION"}
-        | {*command_names, *enum_names, *shared}
-    )
+    # the package's own names; its commands' and enums' follow from their modules' __all__
+    exports = sorted({"DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION", *shared})
+    classes = [s.cls for s in packed.structs + packed.methods]
+    commands = [*classes, *(n for n in _PACKED_COMMANDS if n not in classes)]
+    _exported_once(spec, __init__=exports, commands=commands, enums=enum_names)
     files["__init__.py"] = renderer.render(
         "python/package_init.py.j2",
         spec,
         protocol,
         exports=exports,
-        command_names=command_names,
-        enum_names=enum_names,
         also=also,
         **common,
     )
@@ -993,7 +980,8 @@ def _packed_modules(
         )
     doc = _packed_macro(renderer, "_packed_macros", "commands_doc", packed, title, spec.version)
     body = _packed_macro(renderer, "_packed_macros", "commands_body", packed)
-    body += "\n\n__all__ = [\n" + "".join(f"    {n!r},\n" for n in classes) + "]\n"
+    exported = [*classes, *(n for n in _PACKED_COMMANDS if n not in classes)]
+    body += "\n\n__all__ = [\n" + "".join(f"    {n!r},\n" for n in exported) + "]\n"
     files["commands.py"] = _packed_module(
         spec, protocol, packed, renderer, doc, body, providers, "commands.py", enums, classes
     )
@@ -1045,6 +1033,21 @@ def _packed_module(
         # each part was rendered from the plan (spec text through its filters), or is names
         packed_body=Code(f"{doc}\nfrom __future__ import annotations\n\n{lines}\n{local}{body}"),
     )
+
+
+def _exported_once(spec: SpecVersion, **modules: Sequence[str]) -> None:
+    """A version's `__init__` re-exports its `commands` and `enums` modules through `import *`
+    (each one's `__all__`), beside its own names; a name two of them export would be shadowed
+    there without a word, so generation stops instead."""
+    seen: dict[str, str] = {}
+    for module, names in modules.items():
+        for name in names:
+            if name in seen:
+                raise PlanError(
+                    f"{spec.document}: {name!r} is exported by both {seen[name]} and {module}"
+                    " of its version package: rename one in an overlay"
+                )
+            seen[name] = module
 
 
 def _enums(
@@ -1270,12 +1273,12 @@ def _key_repr(key: tuple[int, ...], frame: FramePlan) -> str:
     return "(" + ", ".join(out) + ("," if len(out) == 1 else "") + ")"
 
 
-def _ident_words(m: MessagePlan, plan: ModulePlan) -> str:
-    """Each part of a message's identity by its field's name, in decimal and hex."""
+def _ident_names(m: MessagePlan, plan: ModulePlan) -> list[str]:
+    """The name of each part of a message's identity: header fields, then body keys."""
     ir_frame = plan.protocol.frame
     body = ir_frame.body_key(m.message.ident)
     names = [*ir_frame.dispatch, *(f.name for f in (body.fields if body else ()))]
-    return ", ".join(f"{n} {v} ({v:#04x})" for n, v in zip(names, m.message.ident, strict=False))
+    return names[: len(m.message.ident)]
 
 
 def _dispatch_words(frame: FramePlan) -> str:
@@ -1296,23 +1299,25 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         ident = format(m.ident[0], frame.dispatch[0].hex_format)
     versioned = f", version {m.version}" if frame.version else ""
     noun = frame.dispatch[0].name if len(m.ident) == 1 else "identity"
-    summary = (
-        f"{m.message.name}: {m.command} {kind_words}, {noun} {ident}{versioned}, "
-        f"sent by the {m.sender}."
-    )
-    words = _ident_words(m, plan)
-    if len(m.ident) > 1 and words:
-        summary += f" On the wire: {words}."
-    decode_keys = [i[0] for i in m.message.decode_idents]
-    if decode_keys:
-        also = ", ".join(f"{k:#06x}" for k in decode_keys)
-        summary += f" Also decoded under key {also}, as a real peer sends it (see the overlay)."
     paragraphs: list[str] = []
     texts = [m.message.doc, command.doc if m.kind != "response" else ""]
     for para in (p for text in texts if text for p in text.split("\n\n")):
         # a message's prose often is its command's: each paragraph once
         if para.strip() and _clean(para) not in paragraphs:
             paragraphs.append(_clean(para))
+    if not paragraphs:
+        # no prose of the spec's: the class constants' facts in words, as its first line
+        paragraphs.append(
+            f"{m.message.name}: {m.command} {kind_words}, {noun} {ident}{versioned}, "
+            f"sent by {'both peers' if m.sender == 'both' else 'the ' + m.sender}."
+        )
+    decode_keys = [i[0] for i in m.message.decode_idents]
+    if decode_keys:
+        also = ", ".join(f"{k:#06x}" for k in decode_keys)
+        paragraphs.append(
+            f"Also decoded under key {also}, as a real peer sends it (see the overlay)."
+        )
+    names = _ident_names(m, plan)
     return {
         "cls": m.cls,
         "func": m.func,
@@ -1341,8 +1346,9 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "steps": m.steps,
         "runs": m.runs,
         "kept": m.kept,
-        "summary": summary,
         "paragraphs": paragraphs,
+        # what each part of IDENT is, where it has several
+        "ident_names": ", ".join(names) if len(m.ident) > 1 else "",
         "span": m.message.span,
     }
 

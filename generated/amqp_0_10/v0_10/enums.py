@@ -262,3 +262,26 @@ DOMAINS: dict[str, str] = {
     "stream.return-code": "uint16",  # return code from server
 }
 """Domain (in a class: `class.domain`) -> the type or struct its values are."""
+
+
+__all__ = [
+    "CLASS_CODES",
+    "CONSTANTS",
+    "DOMAINS",
+    "MIN_MAX_FRAME_SIZE",
+    "ConnectionCloseCode",
+    "DtxXaStatus",
+    "ExecutionErrorCode",
+    "FileReturnCode",
+    "MessageAcceptMode",
+    "MessageAcquireMode",
+    "MessageCreditUnit",
+    "MessageDeliveryMode",
+    "MessageDeliveryPriority",
+    "MessageFlowMode",
+    "MessageRejectCode",
+    "SegmentType",
+    "SessionDetachCode",
+    "StreamReturnCode",
+    "Track",
+]

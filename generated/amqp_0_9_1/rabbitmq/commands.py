@@ -83,9 +83,7 @@ HEADER = struct.Struct(">BHI")
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionBlocked(Structure):
-    """ConnectionBlocked: Connection.Blocked one-way message, identity (0x01, 10, 60), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 60 (0x3c).
-
-    indicate that connection is blocked
+    """indicate that connection is blocked
 
     This method indicates that a connection has been blocked and does not accept new publishes.
 
@@ -93,7 +91,7 @@ class ConnectionBlocked(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Blocked"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 60)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 60)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
@@ -137,9 +135,7 @@ def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> No
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUnblocked(Structure):
-    """ConnectionUnblocked: Connection.Unblocked one-way message, identity (0x01, 10, 61), sent by the both. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 61 (0x3d).
-
-    indicate that connection is unblocked
+    """indicate that connection is unblocked
 
     This method indicates that a connection has been unblocked and now accepts publishes.
 
@@ -147,7 +143,7 @@ class ConnectionUnblocked(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.Unblocked"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 61)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 61)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
@@ -180,9 +176,7 @@ def _frame_connection_unblocked(msg: ConnectionUnblocked) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecret(Structure):
-    """ConnectionUpdateSecret: Connection.UpdateSecret request, identity (0x01, 10, 70), sent by the server. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 70 (0x46).
-
-    update secret
+    """update secret
 
     This method updates the secret used to authenticate this connection. It is used when secrets have an expiration date and need to be renewed, like OAuth 2 tokens.
 
@@ -190,7 +184,7 @@ class ConnectionUpdateSecret(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.UpdateSecret"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 70)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 70)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "server"
@@ -255,9 +249,7 @@ def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[by
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionUpdateSecretOk(Structure):
-    """ConnectionUpdateSecretOk: Connection.UpdateSecretOk response, identity (0x01, 10, 71), sent by the client. On the wire: Type 1 (0x01), ClassId 10 (0x0a), MethodId 71 (0x47).
-
-    update secret response
+    """update secret response
 
     This method confirms the updated secret is valid.
 
@@ -265,7 +257,7 @@ class ConnectionUpdateSecretOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Connection.UpdateSecretOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 71)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 10, 71)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "client"
@@ -299,9 +291,7 @@ def _frame_connection_update_secret_ok(msg: ConnectionUpdateSecretOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare(Structure):
-    """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
-
-    verify exchange exists, create if needed
+    """verify exchange exists, create if needed
 
     This method creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
 
@@ -309,7 +299,7 @@ class ExchangeDeclare(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.Declare"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -453,9 +443,7 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBind(Structure):
-    """ExchangeBind: Exchange.Bind request, identity (0x01, 40, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 30 (0x1e).
-
-    bind exchange to an exchange
+    """bind exchange to an exchange
 
     This method binds an exchange to an exchange.
 
@@ -463,7 +451,7 @@ class ExchangeBind(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.Bind"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -581,9 +569,7 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeBindOk(Structure):
-    """ExchangeBindOk: Exchange.BindOk response, identity (0x01, 40, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 31 (0x1f).
-
-    confirm bind successful
+    """confirm bind successful
 
     This method confirms that the bind was successful.
 
@@ -591,7 +577,7 @@ class ExchangeBindOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.BindOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -623,9 +609,7 @@ def _frame_exchange_bind_ok(msg: ExchangeBindOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbind(Structure):
-    """ExchangeUnbind: Exchange.Unbind request, identity (0x01, 40, 40), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 40 (0x28).
-
-    unbind an exchange from an exchange
+    """unbind an exchange from an exchange
 
     This method unbinds an exchange from an exchange.
 
@@ -633,7 +617,7 @@ class ExchangeUnbind(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.Unbind"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 40)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 40)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -751,9 +735,7 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeUnbindOk(Structure):
-    """ExchangeUnbindOk: Exchange.UnbindOk response, identity (0x01, 40, 51), sent by the server. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 51 (0x33).
-
-    confirm unbind successful
+    """confirm unbind successful
 
     This method confirms that the unbind was successful.
 
@@ -761,7 +743,7 @@ class ExchangeUnbindOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.UnbindOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 51)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 51)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -795,9 +777,7 @@ def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel(Structure):
-    """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
-
-    end a queue consumer
+    """end a queue consumer
 
     This method cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer. The client may receive an arbitrary number of messages in between sending the cancel method and receiving the cancel-ok reply.
 
@@ -807,7 +787,7 @@ class BasicCancel(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Cancel"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "both"
@@ -865,9 +845,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk(Structure):
-    """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
-
-    confirm a cancelled consumer
+    """confirm a cancelled consumer
 
     This method confirms that the cancellation was completed.
 
@@ -875,7 +853,7 @@ class BasicCancelOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.CancelOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "both"
@@ -918,9 +896,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck(Structure):
-    """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
-
-    acknowledge one or more messages
+    """acknowledge one or more messages
 
     When sent by the client, this method acknowledges one or more messages delivered via the Deliver or Get-Ok methods.
 
@@ -932,7 +908,7 @@ class BasicAck(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Ack"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
@@ -993,9 +969,7 @@ def _frame_basic_ack(msg: BasicAck) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicNack(Structure):
-    """BasicNack: Basic.Nack one-way message, identity (0x01, 60, 120), sent by the both. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 120 (0x78).
-
-    reject one or more incoming messages
+    """reject one or more incoming messages
 
     This method allows a client to reject one or more incoming messages. It can be used to interrupt and cancel large incoming messages, or return untreatable messages to their original queue.
 
@@ -1005,7 +979,7 @@ class BasicNack(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Nack"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 120)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 120)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
@@ -1078,9 +1052,7 @@ def _frame_basic_nack(msg: BasicNack) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelect(Structure):
-    """ConfirmSelect: Confirm.Select request, identity (0x01, 85, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 10 (0x0a).
-
-    select confirm mode (i.e. enable publisher acknowledgements)
+    """select confirm mode (i.e. enable publisher acknowledgements)
 
     This method sets the channel to use publisher acknowledgements. The client can only use this method on a non-transactional channel.
 
@@ -1088,7 +1060,7 @@ class ConfirmSelect(Structure):
     """
 
     COMMAND: ClassVar[str] = "Confirm.Select"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -1139,9 +1111,7 @@ def _frame_confirm_select(msg: ConfirmSelect) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConfirmSelectOk(Structure):
-    """ConfirmSelectOk: Confirm.SelectOk response, identity (0x01, 85, 11), sent by the server. On the wire: Type 1 (0x01), ClassId 85 (0x55), MethodId 11 (0x0b).
-
-    acknowledge confirm mode
+    """acknowledge confirm mode
 
     This method confirms to the client that the channel was successfully set to use publisher acknowledgements.
 
@@ -1149,7 +1119,7 @@ class ConfirmSelectOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Confirm.SelectOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 11)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 85, 11)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"

@@ -198,3 +198,34 @@ NOT_IMPLEMENTED = 540
 
 INTERNAL_ERROR = 541
 """The server could not complete the method because of an internal error. The server may require intervention by an operator in order to resume normal operations. (hard-error)"""
+
+
+__all__ = [
+    "ACCESS_REFUSED",
+    "CHANNEL_ERROR",
+    "COMMAND_INVALID",
+    "COMMANDS",
+    "CONNECTION_FORCED",
+    "CONTENT_TOO_LARGE",
+    "FRAME_BODY",
+    "FRAME_END",
+    "FRAME_ERROR",
+    "FRAME_HEADER",
+    "FRAME_HEARTBEAT",
+    "FRAME_METHOD",
+    "FRAME_MIN_SIZE",
+    "INTERNAL_ERROR",
+    "INVALID_PATH",
+    "NO_CONSUMERS",
+    "NO_ROUTE",
+    "NOT_ALLOWED",
+    "NOT_FOUND",
+    "NOT_IMPLEMENTED",
+    "PRECONDITION_FAILED",
+    "REPLY_SUCCESS",
+    "RESOURCE_ERROR",
+    "RESOURCE_LOCKED",
+    "SYNTAX_ERROR",
+    "UNEXPECTED_FRAME",
+    "ReplyCode",
+]

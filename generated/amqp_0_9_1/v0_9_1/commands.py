@@ -83,9 +83,7 @@ HEADER = struct.Struct(">BHI")
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ExchangeDeclare(Structure):
-    """ExchangeDeclare: Exchange.Declare request, identity (0x01, 40, 10), sent by the client. On the wire: Type 1 (0x01), ClassId 40 (0x28), MethodId 10 (0x0a).
-
-    verify exchange exists, create if needed
+    """verify exchange exists, create if needed
 
     This method creates an exchange if it does not already exist, and if the exchange exists, verifies that it is of the correct and expected class.
 
@@ -93,7 +91,7 @@ class ExchangeDeclare(Structure):
     """
 
     COMMAND: ClassVar[str] = "Exchange.Declare"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 40, 10)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -233,9 +231,7 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancel(Structure):
-    """BasicCancel: Basic.Cancel request, identity (0x01, 60, 30), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 30 (0x1e).
-
-    end a queue consumer
+    """end a queue consumer
 
     This method cancels a consumer. This does not affect already delivered messages, but it does mean the server will not send any more messages for that consumer. The client may receive an arbitrary number of messages in between sending the cancel method and receiving the cancel-ok reply.
 
@@ -243,7 +239,7 @@ class BasicCancel(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Cancel"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 30)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "request"
     SENDER: ClassVar[str] = "client"
@@ -301,9 +297,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicCancelOk(Structure):
-    """BasicCancelOk: Basic.CancelOk response, identity (0x01, 60, 31), sent by the server. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 31 (0x1f).
-
-    confirm a cancelled consumer
+    """confirm a cancelled consumer
 
     This method confirms that the cancellation was completed.
 
@@ -311,7 +305,7 @@ class BasicCancelOk(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.CancelOk"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 31)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "response"
     SENDER: ClassVar[str] = "server"
@@ -354,9 +348,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class BasicAck(Structure):
-    """BasicAck: Basic.Ack one-way message, identity (0x01, 60, 80), sent by the client. On the wire: Type 1 (0x01), ClassId 60 (0x3c), MethodId 80 (0x50).
-
-    acknowledge one or more messages
+    """acknowledge one or more messages
 
     This method acknowledges one or more messages delivered via the Deliver or Get-Ok methods. The client can ask to confirm a single message or a set of messages up to and including a specific message.
 
@@ -364,7 +356,7 @@ class BasicAck(Structure):
     """
 
     COMMAND: ClassVar[str] = "Basic.Ack"
-    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)
+    IDENT: ClassVar[tuple[int, ...]] = (0x01, 60, 80)  # Type, ClassId, MethodId
     TYPE: ClassVar[int] = 0x01
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "client"

@@ -28,42 +28,11 @@ from ..values import (
     UShort,
     encode_value,
 )
-from .commands import (
-    BODIES,
-    CLASSES,
-    DESCRIBED,
-    FRAME_KEYS,
-    Attach,
-    Begin,
-    Close,
-    Detach,
-    Disposition,
-    End,
-    Error,
-    Flow,
-    Frame,
-    Open,
-    ProtocolHeader,
-    Transfer,
-    decode,
-    decode_value,
-    decode_value_wire,
-    encode,
-)
-from .enums import (
-    COMMANDS,
-    MAJOR,
-    MIN_MAX_FRAME_SIZE,
-    MINOR,
-    REVISION,
-    AmqpError,
-    ConnectionError,
-    LinkError,
-    ReceiverSettleMode,
-    Role,
-    SenderSettleMode,
-    SessionError,
-)
+from . import commands, enums
+
+# each module's __all__, which this package's __all__ names too (below)
+from .commands import *  # noqa: F403
+from .enums import *  # noqa: F403
 
 PROTOCOL = "amqp-1-0"
 VERSION = "1.0-transport"
@@ -72,62 +41,32 @@ VERSION = "1.0-transport"
 class FrameReader(_FrameReader):
     """The protocol's FrameReader, decoding with this version's `decode`."""
 
-    decode = staticmethod(decode)
+    decode = staticmethod(commands.decode)
 
 
 __all__ = [
-    "AmqpError",
     "Array",
-    "Attach",
-    "BODIES",
-    "Begin",
     "Byte",
-    "CLASSES",
-    "COMMANDS",
     "Char",
-    "Close",
-    "ConnectionError",
-    "DESCRIBED",
     "Decimal128",
     "Decimal32",
     "Decimal64",
     "DecodeError",
     "Described",
-    "Detach",
-    "Disposition",
     "Double",
     "EncodeError",
-    "End",
-    "Error",
-    "FRAME_KEYS",
     "Float",
-    "Flow",
-    "Frame",
     "FrameReader",
     "Int",
-    "LinkError",
     "Long",
-    "MAJOR",
-    "MINOR",
-    "MIN_MAX_FRAME_SIZE",
-    "Open",
-    "ProtocolHeader",
-    "REVISION",
-    "ReceiverSettleMode",
-    "Role",
-    "SenderSettleMode",
-    "SessionError",
     "Short",
     "Symbol",
     "Timestamp",
-    "Transfer",
     "UByte",
     "UInt",
     "ULong",
     "UShort",
-    "decode",
-    "decode_value",
-    "decode_value_wire",
-    "encode",
     "encode_value",
 ]
+__all__ += commands.__all__
+__all__ += enums.__all__

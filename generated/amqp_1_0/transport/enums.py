@@ -123,3 +123,19 @@ REVISION = 0
 
 MIN_MAX_FRAME_SIZE = 512
 """ (prose)"""
+
+
+__all__ = [
+    "COMMANDS",
+    "MAJOR",
+    "MIN_MAX_FRAME_SIZE",
+    "MINOR",
+    "REVISION",
+    "AmqpError",
+    "ConnectionError",
+    "LinkError",
+    "ReceiverSettleMode",
+    "Role",
+    "SenderSettleMode",
+    "SessionError",
+]

@@ -359,3 +359,34 @@ SASL_MINOR = 0
 
 SASL_REVISION = 0
 """protocol revision (sasl)"""
+
+
+__all__ = [
+    "COMMANDS",
+    "MAJOR",
+    "MESSAGE_FORMAT",
+    "MIN_MAX_FRAME_SIZE",
+    "MINOR",
+    "PORT",
+    "REVISION",
+    "SASL_MAJOR",
+    "SASL_MINOR",
+    "SASL_REVISION",
+    "SECURE_PORT",
+    "TLS_MAJOR",
+    "TLS_MINOR",
+    "TLS_REVISION",
+    "AmqpError",
+    "ConnectionError",
+    "LinkError",
+    "ReceiverSettleMode",
+    "Role",
+    "SaslCode",
+    "SenderSettleMode",
+    "SessionError",
+    "StdDistMode",
+    "TerminusDurability",
+    "TerminusExpiryPolicy",
+    "TransactionError",
+    "TxnCapability",
+]

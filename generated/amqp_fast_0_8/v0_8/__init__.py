@@ -8,48 +8,11 @@ from specgen_codecs.amqp_fast_0_8.v0_8 import FrameReader, decode, encode
 from ..errors import DecodeError, EncodeError
 from ..frame_reader import Fragment
 from ..frame_reader import FrameReader as _FrameReader
-from .commands import (
-    FRAGMENT_HEAD,
-    FRAME_KEYS,
-    HEADER_SIZE,
-    ChannelAck,
-    ChannelClose,
-    ChannelCommit,
-    ChannelOpen,
-    ChannelReply,
-    ChannelRollback,
-    ConnectionChallenge,
-    ConnectionClose,
-    ConnectionOpen,
-    ConnectionPing,
-    ConnectionReply,
-    ConnectionResponse,
-    ConnectionTune,
-    HandleBrowse,
-    HandleClose,
-    HandleConsume,
-    HandleCreated,
-    HandleFlow,
-    HandleIndex,
-    HandleNotify,
-    HandleOpen,
-    HandlePrepare,
-    HandleQuery,
-    HandleReady,
-    HandleReply,
-    HandleSend,
-    HandleUnget,
-    Message,
-    MessageHead,
-    Sender,
-    continued,
-    decode,
-    encode,
-    following,
-)
-from .enums import (
-    Key,
-)
+from . import commands, enums
+
+# each module's __all__, which this package's __all__ names too (below)
+from .commands import *  # noqa: F403
+from .enums import *  # noqa: F403
 
 PROTOCOL = "amqp-fast-0-8"
 VERSION = "0.8"
@@ -58,54 +21,11 @@ VERSION = "0.8"
 class FrameReader(_FrameReader):
     """The protocol's FrameReader, decoding with this version's `decode`."""
 
-    decode = staticmethod(decode)
-    following = staticmethod(following)
-    continued = staticmethod(continued)
+    decode = staticmethod(commands.decode)
+    following = staticmethod(commands.following)
+    continued = staticmethod(commands.continued)
 
 
-__all__ = [
-    "ChannelAck",
-    "ChannelClose",
-    "ChannelCommit",
-    "ChannelOpen",
-    "ChannelReply",
-    "ChannelRollback",
-    "ConnectionChallenge",
-    "ConnectionClose",
-    "ConnectionOpen",
-    "ConnectionPing",
-    "ConnectionReply",
-    "ConnectionResponse",
-    "ConnectionTune",
-    "DecodeError",
-    "EncodeError",
-    "FRAGMENT_HEAD",
-    "FRAME_KEYS",
-    "Fragment",
-    "FrameReader",
-    "HEADER_SIZE",
-    "HandleBrowse",
-    "HandleClose",
-    "HandleConsume",
-    "HandleCreated",
-    "HandleFlow",
-    "HandleIndex",
-    "HandleNotify",
-    "HandleOpen",
-    "HandlePrepare",
-    "HandleQuery",
-    "HandleReady",
-    "HandleReply",
-    "HandleSend",
-    "HandleUnget",
-    "Key",
-    "Message",
-    "MessageHead",
-    "PROTOCOL",
-    "Sender",
-    "VERSION",
-    "continued",
-    "decode",
-    "encode",
-    "following",
-]
+__all__ = ["DecodeError", "EncodeError", "Fragment", "FrameReader", "PROTOCOL", "VERSION"]
+__all__ += commands.__all__
+__all__ += enums.__all__

@@ -101,9 +101,7 @@ class MessageHead(Structure):
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionChallenge(Structure):
-    """ConnectionChallenge: Connection.Challenge one-way message, code 0x0a, sent by the server.
-
-    Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
+    """Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:637:5
     """
@@ -153,9 +151,7 @@ def _encode_connection_challenge(msg: ConnectionChallenge, parts: list[bytes]) -
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionResponse(Structure):
-    """ConnectionResponse: Connection.Response one-way message, code 0x0b, sent by the client.
-
-    Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
+    """Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:645:5
     """
@@ -203,9 +199,7 @@ def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionTune(Structure):
-    """ConnectionTune: Connection.Tune one-way message, code 0x0c, sent by the both.
-
-    Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
+    """Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:649:5
     """
@@ -241,9 +235,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionOpen(Structure):
-    """ConnectionOpen: Connection.Open one-way message, code 0x0d, sent by the client.
-
-    The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
+    """The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:653:5
     """
@@ -313,9 +305,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionPing(Structure):
-    """ConnectionPing: Connection.Ping one-way message, code 0x0e, sent by the both.
-
-    Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
+    """Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:659:5
     """
@@ -363,9 +353,7 @@ def _frame_connection_ping(msg: ConnectionPing) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionReply(Structure):
-    """ConnectionReply: Connection.Reply one-way message, code 0x12, sent by the server.
-
-    Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
+    """Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:662:5
     """
@@ -415,9 +403,7 @@ def _encode_connection_reply(msg: ConnectionReply, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ConnectionClose(Structure):
-    """ConnectionClose: Connection.Close one-way message, code 0x13, sent by the both.
-
-    Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
+    """Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:666:5
     """
@@ -464,9 +450,7 @@ def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelOpen(Structure):
-    """ChannelOpen: Channel.Open one-way message, code 0x14, sent by the client.
-
-    Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
+    """Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:668:5
     """
@@ -552,9 +536,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelAck(Structure):
-    """ChannelAck: Channel.Ack one-way message, code 0x15, sent by the client.
-
-    Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
+    """Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:675:5
     """
@@ -606,9 +588,7 @@ def _frame_channel_ack(msg: ChannelAck) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelCommit(Structure):
-    """ChannelCommit: Channel.Commit one-way message, code 0x16, sent by the client.
-
-    Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
+    """Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:679:5
     """
@@ -654,9 +634,7 @@ def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelRollback(Structure):
-    """ChannelRollback: Channel.Rollback one-way message, code 0x17, sent by the client.
-
-    Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
+    """Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:681:5
     """
@@ -702,9 +680,7 @@ def _encode_channel_rollback(msg: ChannelRollback, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelReply(Structure):
-    """ChannelReply: Channel.Reply one-way message, code 0x1c, sent by the both.
-
-    Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
+    """Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:683:5
     """
@@ -759,9 +735,7 @@ def _encode_channel_reply(msg: ChannelReply, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class ChannelClose(Structure):
-    """ChannelClose: Channel.Close one-way message, code 0x1d, sent by the both.
-
-    Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
+    """Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:686:5
     """
@@ -811,9 +785,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleOpen(Structure):
-    """HandleOpen: Handle.Open one-way message, code 0x1e, sent by the client.
-
-    Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
+    """Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:688:5
     """
@@ -932,9 +904,7 @@ def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleSend(Structure):
-    """HandleSend: Handle.Send one-way message, code 0x1f, sent by the client.
-
-    Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
+    """Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:697:5
     """
@@ -1053,9 +1023,7 @@ def _encode_handle_send(msg: HandleSend, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleConsume(Structure):
-    """HandleConsume: Handle.Consume one-way message, code 0x20, sent by the client.
-
-    Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
+    """Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:706:5
     """
@@ -1173,9 +1141,7 @@ def _encode_handle_consume(msg: HandleConsume, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleFlow(Structure):
-    """HandleFlow: Handle.Flow one-way message, code 0x22, sent by the client.
-
-    Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
+    """Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:715:5
     """
@@ -1232,9 +1198,7 @@ def _frame_handle_flow(msg: HandleFlow) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleUnget(Structure):
-    """HandleUnget: Handle.Unget one-way message, code 0x23, sent by the client.
-
-    Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
+    """Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:718:5
     """
@@ -1286,9 +1250,7 @@ def _frame_handle_unget(msg: HandleUnget) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleQuery(Structure):
-    """HandleQuery: Handle.Query one-way message, code 0x24, sent by the client.
-
-    Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
+    """Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:720:5
     """
@@ -1373,9 +1335,7 @@ def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleBrowse(Structure):
-    """HandleBrowse: Handle.Browse one-way message, code 0x25, sent by the client.
-
-    Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
+    """Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:723:5
     """
@@ -1429,9 +1389,7 @@ def _frame_handle_browse(msg: HandleBrowse) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleCreated(Structure):
-    """HandleCreated: Handle.Created one-way message, code 0x28, sent by the server.
-
-    Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
+    """Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:725:5
     """
@@ -1478,9 +1436,7 @@ def _encode_handle_created(msg: HandleCreated, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleNotify(Structure):
-    """HandleNotify: Handle.Notify one-way message, code 0x29, sent by the server.
-
-    Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
+    """Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:727:5
     """
@@ -1605,9 +1561,7 @@ def _encode_handle_notify(msg: HandleNotify, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleIndex(Structure):
-    """HandleIndex: Handle.Index one-way message, code 0x2a, sent by the server.
-
-    Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
+    """Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:733:5
     """
@@ -1657,9 +1611,7 @@ def _encode_handle_index(msg: HandleIndex, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandlePrepare(Structure):
-    """HandlePrepare: Handle.Prepare one-way message, code 0x2b, sent by the both.
-
-    Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
+    """Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:736:5
     """
@@ -1718,9 +1670,7 @@ def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleReady(Structure):
-    """HandleReady: Handle.Ready one-way message, code 0x2c, sent by the both.
-
-    Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
+    """Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:739:5
     """
@@ -1769,9 +1719,7 @@ def _frame_handle_ready(msg: HandleReady) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleReply(Structure):
-    """HandleReply: Handle.Reply one-way message, code 0x30, sent by the server.
-
-    Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
+    """Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:742:5
     """
@@ -1826,9 +1774,7 @@ def _encode_handle_reply(msg: HandleReply, parts: list[bytes]) -> None:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class HandleClose(Structure):
-    """HandleClose: Handle.Close one-way message, code 0x31, sent by the both.
-
-    Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
+    """Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
 
     Spec: specs/amqp-fast-0-8/amq-rfc006.txt:745:5
     """

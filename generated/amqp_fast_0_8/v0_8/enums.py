@@ -64,3 +64,8 @@ class Key(IntEnum):
     """Handle.Reply: from server."""
     HANDLE_CLOSE = 0x0031
     """Handle.Close: from both."""
+
+
+__all__ = [
+    "Key",
+]

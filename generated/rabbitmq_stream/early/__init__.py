@@ -7,53 +7,11 @@ from specgen_codecs.rabbitmq_stream.early import FrameReader, decode, encode
 
 from ..errors import DecodeError, EncodeError
 from ..frame_reader import FrameReader as _FrameReader
-from .commands import (
-    FRAME_KEYS,
-    HEADER_SIZE,
-    Argument,
-    Broker,
-    CloseRequest,
-    CloseResponse,
-    CreateRequest,
-    CreateResponse,
-    Credit,
-    DeleteRequest,
-    DeleteResponse,
-    Deliver,
-    Heartbeat,
-    Message,
-    MetadataInfo,
-    MetadataRequest,
-    MetadataResponse,
-    MetadataUpdate,
-    OpenRequest,
-    OpenResponse,
-    OsirisChunk,
-    Publish,
-    PublishConfirm,
-    PublishedMessage,
-    PublishError,
-    PublishingError,
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-    Sender,
-    SimpleEntry,
-    StreamMetadata,
-    SubBatchEntry,
-    SubscribeRequest,
-    SubscribeResponse,
-    TuneRequest,
-    TuneResponse,
-    UnsubscribeRequest,
-    UnsubscribeResponse,
-    decode,
-    encode,
-)
-from .enums import (
-    Key,
-)
+from . import commands, enums
+
+# each module's __all__, which this package's __all__ names too (below)
+from .commands import *  # noqa: F403
+from .enums import *  # noqa: F403
 
 PROTOCOL = "rabbitmq-stream"
 VERSION = "early"
@@ -62,56 +20,9 @@ VERSION = "early"
 class FrameReader(_FrameReader):
     """The protocol's FrameReader, decoding with this version's `decode`."""
 
-    decode = staticmethod(decode)
+    decode = staticmethod(commands.decode)
 
 
-__all__ = [
-    "Argument",
-    "Broker",
-    "CloseRequest",
-    "CloseResponse",
-    "CreateRequest",
-    "CreateResponse",
-    "Credit",
-    "DecodeError",
-    "DeleteRequest",
-    "DeleteResponse",
-    "Deliver",
-    "EncodeError",
-    "FRAME_KEYS",
-    "FrameReader",
-    "HEADER_SIZE",
-    "Heartbeat",
-    "Key",
-    "Message",
-    "MetadataInfo",
-    "MetadataRequest",
-    "MetadataResponse",
-    "MetadataUpdate",
-    "OpenRequest",
-    "OpenResponse",
-    "OsirisChunk",
-    "PROTOCOL",
-    "Publish",
-    "PublishConfirm",
-    "PublishError",
-    "PublishedMessage",
-    "PublishingError",
-    "SaslAuthenticateRequest",
-    "SaslAuthenticateResponse",
-    "SaslHandshakeRequest",
-    "SaslHandshakeResponse",
-    "Sender",
-    "SimpleEntry",
-    "StreamMetadata",
-    "SubBatchEntry",
-    "SubscribeRequest",
-    "SubscribeResponse",
-    "TuneRequest",
-    "TuneResponse",
-    "UnsubscribeRequest",
-    "UnsubscribeResponse",
-    "VERSION",
-    "decode",
-    "encode",
-]
+__all__ = ["DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION"]
+__all__ += commands.__all__
+__all__ += enums.__all__

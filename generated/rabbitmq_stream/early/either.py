@@ -21,7 +21,7 @@ FRAMED_BY = ".commands"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest(Structure):
-    """CloseRequest: Close request, key 0x000d, version 1, sent by the both.
+    """CloseRequest: Close request, key 0x000d, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:257:1
     """
@@ -85,7 +85,7 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse(Structure):
-    """CloseResponse: Close response, key 0x000d, version 1, sent by the both.
+    """CloseResponse: Close response, key 0x000d, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:263:1
     """
@@ -133,7 +133,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat(Structure):
-    """Heartbeat: Heartbeat one-way message, key 0x000e, version 1, sent by the both.
+    """Heartbeat: Heartbeat one-way message, key 0x000e, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:271:1
     """

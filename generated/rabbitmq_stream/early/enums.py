@@ -44,3 +44,8 @@ class Key(IntEnum):
     """Create: from client, expects a response."""
     DELETE = 0x03E7
     """Delete: from client, expects a response."""
+
+
+__all__ = [
+    "Key",
+]

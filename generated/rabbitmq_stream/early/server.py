@@ -79,9 +79,7 @@ def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checks
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse(Structure):
-    """SubscribeResponse: Subscribe response, key 0x0002, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:120:1
     """
@@ -133,9 +131,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Deliver(Structure):
-    """Deliver: Deliver one-way message, key 0x0003, version 1, sent by the server.
-
-    NB: See the Osiris project for details on the structure of messages.
+    """NB: See the Osiris project for details on the structure of messages.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:132:1
     """
@@ -372,9 +368,7 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class UnsubscribeResponse(Structure):
-    """UnsubscribeResponse: Unsubscribe response, key 0x0005, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:158:1
     """
@@ -941,9 +935,7 @@ def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse(Structure):
-    """CreateResponse: Create response, key 0x03e6, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:275:1
     """
@@ -993,9 +985,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse(Structure):
-    """DeleteResponse: Delete response, key 0x03e7, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-early.adoc:287:1
     """

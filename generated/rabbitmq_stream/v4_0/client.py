@@ -128,9 +128,7 @@ def _encode_declare_publisher_request(
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV1(Structure):
-    """Publish: Publish one-way message, key 0x0002, version 1, sent by the client.
-
-    1. Use version 1 if there is no filter value.
+    """1. Use version 1 if there is no filter value.
 
     2. Use version 2 if there is a filter value.
 
@@ -255,9 +253,7 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PublishV2(Structure):
-    """Publish: Publish one-way message, key 0x0002, version 2, sent by the client.
-
-    1. Use version 1 if there is no filter value.
+    """1. Use version 1 if there is no filter value.
 
     2. Use version 2 if there is a filter value.
 
@@ -567,9 +563,7 @@ def _frame_delete_publisher_request(msg: DeletePublisherRequest, seal_checksums:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeRequest(Structure):
-    """Subscribe: Subscribe request, key 0x0007, version 1, sent by the client.
-
-    NB: Timestamp is Erlang system time, milliseconds from epoch
+    """NB: Timestamp is Erlang system time, milliseconds from epoch
 
     Supported properties:
 
@@ -769,9 +763,7 @@ def _encode_subscribe_request(
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Credit(Structure):
-    """Credit: Credit one-way message, key 0x0009, version 1, sent by the client.
-
-    NB: the server sent a response only in case of problem, e.g. crediting an unknown subscription.
+    """NB: the server sent a response only in case of problem, e.g. crediting an unknown subscription.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:440:1
     """

@@ -21,7 +21,7 @@ FRAMED_BY = ".commands"
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseRequest(Structure):
-    """CloseRequest: Close request, key 0x0016, version 1, sent by the both.
+    """CloseRequest: Close request, key 0x0016, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:652:1
     """
@@ -85,7 +85,7 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CloseResponse(Structure):
-    """CloseResponse: Close response, key 0x8016, version 1, sent by the both.
+    """CloseResponse: Close response, key 0x8016, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:659:1
     """
@@ -134,7 +134,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class Heartbeat(Structure):
-    """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by the both.
+    """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by both peers.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:669:1
     """

@@ -145,3 +145,12 @@ class ChunkType(IntEnum):
 
 RESPONSE_FLAG = 0x8000
 """Set in the key of a response."""
+
+
+__all__ = [
+    "RESPONSE_FLAG",
+    "ChunkType",
+    "Key",
+    "OffsetType",
+    "ResponseCode",
+]

@@ -326,9 +326,7 @@ def _frame_delete_publisher_response(msg: DeletePublisherResponse, seal_checksum
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class SubscribeResponse(Structure):
-    """SubscribeResponse: Subscribe response, key 0x8007, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:351:1
     """
@@ -381,9 +379,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV1(Structure):
-    """Deliver: Deliver one-way message, key 0x0008, version 1, sent by the server.
-
-    NB: See the Osiris project for details on the structure of messages.
+    """NB: See the Osiris project for details on the structure of messages.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:385:1
     """
@@ -638,9 +634,7 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeliverV2(Structure):
-    """Deliver: Deliver one-way message, key 0x0008, version 2, sent by the server.
-
-    NB: See the Osiris project for details on the structure of messages.
+    """NB: See the Osiris project for details on the structure of messages.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:385:1
     """
@@ -1062,9 +1056,7 @@ def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateResponse(Structure):
-    """CreateResponse: Create response, key 0x800d, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:500:1
     """
@@ -1115,9 +1107,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteResponse(Structure):
-    """DeleteResponse: Delete response, key 0x800e, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:514:1
     """
@@ -1816,7 +1806,9 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class RouteResponse(Structure):
-    """RouteResponse: Route response, key 0x8018, version 1, sent by the server. Also decoded under key 0x0018, as a real peer sends it (see the overlay).
+    """RouteResponse: Route response, key 0x8018, version 1, sent by the server.
+
+    Also decoded under key 0x0018, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:684:1
     """
@@ -1907,7 +1899,9 @@ def _decode_route_response_as_0018(
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class PartitionsResponse(Structure):
-    """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server. Also decoded under key 0x0019, as a real peer sends it (see the overlay).
+    """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server.
+
+    Also decoded under key 0x0019, as a real peer sends it (see the overlay).
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:701:1
     """
@@ -2236,9 +2230,7 @@ def _encode_stream_stats_response(
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class CreateSuperStreamResponse(Structure):
-    """CreateSuperStreamResponse: CreateSuperStream response, key 0x801d, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:772:1
     """
@@ -2297,9 +2289,7 @@ def _frame_create_super_stream_response(
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
 class DeleteSuperStreamResponse(Structure):
-    """DeleteSuperStreamResponse: DeleteSuperStream response, key 0x801e, version 1, sent by the server.
-
-    The frame structure's generic response.
+    """The frame structure's generic response.
 
     Spec: specs/rabbitmq-stream/PROTOCOL-4.0.adoc:788:1
     """
