@@ -89,13 +89,14 @@ def stamp(folder: Path) -> str:
 
 
 def _copy_sources(root: Path, out: Path, package: str | None) -> None:
-    """Copy the package's Python files (one protocol package, or just the top level) into
+    """Copy the package's Python files (one protocol package, and the top level) into
     out/specgen_codecs, leaving the compiled extension modules already there."""
     target = out / PACKAGE
     target.mkdir(parents=True, exist_ok=True)
-    for name in ("__init__.py", "py.typed"):
-        if (root / name).exists():
-            shutil.copy2(root / name, target / name)
+    # the top level: its __init__, py.typed and the runtime every package shares (interpreted)
+    for path in [*root.glob("*.py"), root / "py.typed"]:
+        if path.exists():
+            shutil.copy2(path, target / path.name)
     if package is None:
         return
     shutil.rmtree(target / package, ignore_errors=True)

@@ -32,8 +32,21 @@ from specgen.specs import SpecVersion, build_ir, registry
 GENERATED = CHECKOUT / "generated" if CHECKOUT else None
 """The checkout's codecs; an installed specgen has none and writes only where --out says."""
 
+RUNTIME = ("automata", "violations")
+"""The top-level modules of specgen_codecs: what every protocol's generated code shares."""
+
 _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'
 _PROTOCOL_DOC = '"""Generated codecs for '  # how each protocol package's __init__ starts
+
+
+def top_level(renderer: Renderer) -> dict[str, str]:
+    """The files above the protocol packages: `__init__`, py.typed (type checkers read the
+    codecs' annotations, PEP 561) and the runtime every package's rules and dialogue modules
+    share, protocol-neutral (as Kaitai Struct's parsers share one runtime library)."""
+    files = {"__init__.py": _PACKAGE_DOC, "py.typed": ""}
+    for name in RUNTIME:
+        files[f"{name}.py"] = renderer.runtime(f"python/{name}.py.j2")
+    return files
 
 
 def render_all(
@@ -90,8 +103,7 @@ def render(
     packages: dict[str, list[SpecVersion]] = {}
     for spec in specs:
         packages.setdefault(spec.package, []).append(spec)
-    # py.typed: type checkers read the installed codecs' annotations (PEP 561)
-    files: dict[str, str] = {"__init__.py": _PACKAGE_DOC, "py.typed": ""}
+    files = top_level(renderer)
     done = _parallel(list(packages.values()), renderer, progress, jobs) if pooled else {}
     formatted = 0
     for package in packages.values():
@@ -194,9 +206,6 @@ def _render_package(
             files[f"{spec.package_path}/{name}"] = text  # its dialogue grammars, if any
         for name, text in rules.emit(spec, protocol, plan, renderer).items():
             files[f"{spec.package_path}/{name}"] = text  # the rules it states, as checks
-        if f"{spec.package}/violations.py" not in files:  # how they are checked, once a package
-            for name, text in rules.emit_runtime(spec, protocol, renderer).items():
-                files[f"{spec.package}/{name}"] = text
         spent[spec.qualified] = time.monotonic() - start
     spec, plan = next(((s, p) for s, p in plans if s.latest), plans[-1])
     for other, other_plan in plans:

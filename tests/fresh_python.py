@@ -9,29 +9,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+# root is the package `generate --out` wrote (its protocol packages share its runtime modules)
 _IMPORT_ALL = """
 import importlib, pathlib, sys
 root = pathlib.Path(sys.argv[1])
 for p in sorted(root.rglob("*.py")):
     if p.name.startswith("test_"):
         continue
-    parts = p.relative_to(root).with_suffix("").parts
+    parts = (root.name, *p.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
-    if parts:
-        importlib.import_module(".".join(parts))
+    importlib.import_module(".".join(parts))
 """
 
 
 def _python(args: list[str], root: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root.parent)}
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=900
     )
 
 
 def import_everything(root: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Import every module under `root` (a folder of generated packages), run in `cwd`."""
+    """Import every module under `root` (the package `generate --out` wrote), run in `cwd`."""
     return _python(["-c", _IMPORT_ALL, str(root)], root, cwd)
 
 

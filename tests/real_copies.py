@@ -143,17 +143,20 @@ class Workspace:
         return self.specgen("diff", self.doc.nearest, self.doc.path, *options)
 
     def version_module(self) -> str:
-        """The generated version's dotted name under out/ (the one folder with commands.py)."""
+        """The generated version's dotted name, under the package out/ is (the one folder with
+        commands.py)."""
         found = sorted(p.parent for p in self.out.rglob("commands.py"))
         assert len(found) == 1, f"expected one generated version under {self.out}, found {found}"
-        return ".".join(found[0].relative_to(self.out).parts)
+        return ".".join((self.out.name, *found[0].relative_to(self.out).parts))
 
     def import_all(self) -> Run:
         return _done(import_everything(self.out, self.base))
 
     def count_commands(self) -> tuple[Run, int | None]:
         run = _run(
-            [sys.executable, "-c", _COUNT, self.version_module()], self.base, pythonpath=self.out
+            [sys.executable, "-c", _COUNT, self.version_module()],
+            self.base,
+            pythonpath=self.out.parent,
         )
         if run.returncode != 0:
             return run, None

@@ -93,14 +93,14 @@ def _build(doc: Path) -> Protocol:
 
 
 def _import(out: Path, name: str) -> ModuleType:
-    """Module `name` of the package generated into `out`, forgotten again by `sys.modules` (every
-    test's package is called amqp_1_0)."""
-    sys.path.insert(0, str(out))
+    """Module `name` of the package generated into `out` (imported as the package `out` is),
+    forgotten again by `sys.modules` (every test's folder is called out)."""
+    sys.path.insert(0, str(out.parent))
     try:
-        return importlib.import_module(name)
+        return importlib.import_module(f"{out.name}.{name}")
     finally:
-        sys.path.remove(str(out))
-        for loaded in [m for m in sys.modules if m == "amqp_1_0" or m.startswith("amqp_1_0.")]:
+        sys.path.remove(str(out.parent))
+        for loaded in [m for m in sys.modules if m == out.name or m.startswith(f"{out.name}.")]:
             del sys.modules[loaded]
 
 

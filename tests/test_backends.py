@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 import pytest
 from test_generated_surface import shared_modules
 
+from specgen import generate
 from specgen.emitters import backends
 from specgen.emitters.plan import SENDER_MODULES, ModulePlan, PlanError, Planner
 from specgen.specs import ROOT, SpecVersion, build_ir, registry
@@ -47,9 +48,8 @@ def test_a_version_is_written_by_its_layouts_backend(spec: SpecVersion) -> None:
 def test_a_packages_own_modules_are_listed_by_its_backend(package: str) -> None:
     backend = backends.BACKENDS[LAYOUTS[package]]
     frame_layer = {"__init__", "errors", "framing", "frame_reader"}
-    every_layouts = {"violations"}  # the rules' checking, beside any back-end's modules
     folder = ROOT / "generated" / package
-    own = {p.stem for p in folder.glob("*.py")} - frame_layer - every_layouts
+    own = {p.stem for p in folder.glob("*.py")} - frame_layer
     # "<class>": the shared messages of one spec class, framed by `shared`
     per_class = {p.stem for p in shared_modules(package)} - {"shared"}
     if per_class:
@@ -64,3 +64,18 @@ def test_versions_laid_out_differently_are_refused() -> None:
     pairs = [(s, _plan(s)) for s in (by_layout["fused"], by_layout["described"])]
     with pytest.raises(PlanError, match="one package has one layout"):
         backends.of(pairs)
+
+
+def test_the_runtime_every_package_shares_is_above_them_and_neutral() -> None:
+    """`violations` and `automata` are written once, beside the protocol packages, from their
+    templates alone: no package has its own copy, and no protocol's name is in them."""
+    top = ROOT / "generated"
+    assert {p.stem for p in top.glob("*.py")} == {"__init__", *generate.RUNTIME}
+    for package in LAYOUTS:
+        assert not {f"{name}.py" for name in generate.RUNTIME} & {
+            p.name for p in (top / package).rglob("*.py")
+        }, package
+    names = {s.title for s in registry()} | {s.package for s in registry()}
+    for name in generate.RUNTIME:
+        text = (top / f"{name}.py").read_text()
+        assert "specs/" not in text and not {n for n in names if n in text}, name

@@ -280,7 +280,7 @@ def test_hostile_package_imports_cleanly_and_passes_its_own_tests(fmt: str, tmp_
     out = _render(fmt, lambda i: EVERYTHING, tmp_path / "spec")
     assert isinstance(out, dict), out
     root = tmp_path / "out"
-    for name, text in out.items():
+    for name, text in {**generate.top_level(_renderer()), **out}.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     imported = import_everything(root, tmp_path)

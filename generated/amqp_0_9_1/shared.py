@@ -593,9 +593,8 @@ def encode(msg: Message, *, seal_checksums: bool = False) -> bytes:
     return b"".join((head, body, TRAILER))
 
 
+# the classes: what each version's commands module re-exports (`import *`)
 __all__ = [
-    "Message",
-    "encode",
     "ContentBody",
     "Heartbeat",
     "ConnectionStart",

@@ -699,16 +699,21 @@ def emit(
     # from the shared module: its classes and codecs this module dispatches to or names
     bound = {name for b in code.blocks if b.ident in found for name in b.defines}
     wanted = sharing.used_names(local)
+    # with the shared module's tables merged in, its classes are re-exported through `from
+    # ..shared import *` (its __all__: what every version has alike), not named again here
+    reexported = {b.key for b in code.blocks if b.ident in found and b.kind == "struct"}
+    reexported |= {m["cls"] for m in messages if ("message", m["cls"]) in found}
+    reexported = reexported if merged else set()
     for m in messages:
         if ("message", m["cls"]) in found:
-            wanted.add(m["cls"])
             if merged:
                 continue  # its codecs are reached through the shared module's tables
+            wanted.add(m["cls"])
             wanted |= {f"_decode_{m['func']}", f"_encode_{m['func']}"}
             if m["fixed_frame"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
-    wanted |= {s["name"] for s in structs}
+    wanted |= {s["name"] for s in structs} - reexported
     shared_imports: dict[str, list[str]] = {}
     for name in sorted(bound & wanted, key=isort_key):
         shared_imports.setdefault(f"..{placement.get(name, 'shared')}", []).append(name)
@@ -766,6 +771,7 @@ def emit(
         "no_layout": no_layout,
         "fast": _fast_dispatch(frame, dispatch),
         "merged": _merged(messages, shared_funcs) if merged else None,
+        "reexported": reexported,
         "packed_body": "",
         **context,
     }

@@ -1,5 +1,5 @@
 """Emitter: a version's `rules.py`, the rules its spec states that a program can check, as data
-over the generated classes, and the package's `violations.py`, which checks them.
+over the generated classes, which `specgen_codecs.violations` (one for every protocol) checks.
 
 The rules come from the IR (`Protocol.rules`, each with the span the spec states it at). Each is
 placed on the class and attribute the codec generates for its owner and field, found in the
@@ -328,12 +328,3 @@ def spec_expr(spec: str, files: dict[str, str]) -> Code:
     if not (line.isdigit() and col.isdigit()):
         raise PlanError(f"{spec}: a rule's place is not file:line:col")
     return Code(f'f"{{{files[file]}}}:{line}:{col}"')  # a constant's name and two numbers
-
-
-def emit_runtime(spec: SpecVersion, protocol: Protocol, renderer: Renderer) -> dict[str, str]:
-    """The package's `violations.py`, the checking every version's `rules.py` shares."""
-    return {
-        "violations.py": renderer.render(
-            "python/violations.py.j2", spec, protocol, title=spec.title
-        )
-    }

@@ -18,8 +18,8 @@ Rules of the spec, by kind (checked here / checkable, not checked here / prose o
 
 from __future__ import annotations
 
-from .. import violations as _check
-from ..violations import Rule, Violation
+from ... import violations as _check
+from ...violations import Rule, Violation
 
 SPEC = "specs/amqp-0-10/amqp.0-10.xml"
 """The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""

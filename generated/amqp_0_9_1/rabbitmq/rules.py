@@ -20,8 +20,8 @@ Rules of the spec, by kind (checked here / checkable, not checked here / prose o
 
 from __future__ import annotations
 
-from .. import violations as _check
-from ..violations import Rule, Violation
+from ... import violations as _check
+from ...violations import Rule, Violation
 
 SPEC = "specs/amqp-0-9-1/amqp0-9-1.extended.xml"
 """The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""

@@ -18,62 +18,10 @@ from typing import Any, ClassVar, Literal
 
 from .. import shared
 from ..base import Buffer, Structure
-from ..basic import (
-    BasicConsume,
-    BasicConsumeOk,
-    BasicDeliver,
-    BasicGet,
-    BasicGetEmpty,
-    BasicGetOk,
-    BasicProperties,
-    BasicPublish,
-    BasicQos,
-    BasicQosOk,
-    BasicRecover,
-    BasicRecoverAsync,
-    BasicRecoverOk,
-    BasicReject,
-    BasicReturn,
-)
-from ..channel import (
-    ChannelClose,
-    ChannelCloseOk,
-    ChannelFlow,
-    ChannelFlowOk,
-    ChannelOpen,
-    ChannelOpenOk,
-)
-from ..connection import (
-    ConnectionClose,
-    ConnectionCloseOk,
-    ConnectionOpen,
-    ConnectionOpenOk,
-    ConnectionSecure,
-    ConnectionSecureOk,
-    ConnectionStart,
-    ConnectionStartOk,
-    ConnectionTune,
-    ConnectionTuneOk,
-)
-from ..content import ContentBody
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
-from ..exchange import ExchangeDeclareOk, ExchangeDelete, ExchangeDeleteOk
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
-from ..queue import (
-    QueueBind,
-    QueueBindOk,
-    QueueDeclare,
-    QueueDeclareOk,
-    QueueDelete,
-    QueueDeleteOk,
-    QueuePurge,
-    QueuePurgeOk,
-    QueueUnbind,
-    QueueUnbindOk,
-)
-from ..shared import Heartbeat
-from ..tx import TxCommit, TxCommitOk, TxRollback, TxRollbackOk, TxSelect, TxSelectOk
+from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
 
 Sender = Literal["client", "server"]
 
@@ -632,60 +580,9 @@ __all__ = [
     "Sender",
     "decode",
     "encode",
-    "ContentBody",
-    "Heartbeat",
-    "ConnectionStart",
-    "ConnectionStartOk",
-    "ConnectionSecure",
-    "ConnectionSecureOk",
-    "ConnectionTune",
-    "ConnectionTuneOk",
-    "ConnectionOpen",
-    "ConnectionOpenOk",
-    "ConnectionClose",
-    "ConnectionCloseOk",
-    "ChannelOpen",
-    "ChannelOpenOk",
-    "ChannelFlow",
-    "ChannelFlowOk",
-    "ChannelClose",
-    "ChannelCloseOk",
     "ExchangeDeclare",
-    "ExchangeDeclareOk",
-    "ExchangeDelete",
-    "ExchangeDeleteOk",
-    "QueueDeclare",
-    "QueueDeclareOk",
-    "QueueBind",
-    "QueueBindOk",
-    "QueuePurge",
-    "QueuePurgeOk",
-    "QueueDelete",
-    "QueueDeleteOk",
-    "QueueUnbind",
-    "QueueUnbindOk",
-    "BasicProperties",
-    "BasicQos",
-    "BasicQosOk",
-    "BasicConsume",
-    "BasicConsumeOk",
     "BasicCancel",
     "BasicCancelOk",
-    "BasicPublish",
-    "BasicReturn",
-    "BasicDeliver",
-    "BasicGet",
-    "BasicGetOk",
-    "BasicGetEmpty",
     "BasicAck",
-    "BasicReject",
-    "BasicRecoverAsync",
-    "BasicRecover",
-    "BasicRecoverOk",
-    "TxSelect",
-    "TxSelectOk",
-    "TxCommit",
-    "TxCommitOk",
-    "TxRollback",
-    "TxRollbackOk",
 ]
+__all__ += shared.__all__

@@ -25,8 +25,8 @@ choices (a message-id's, an address's): the codec reads its constructor.
 
 from __future__ import annotations
 
-from .. import violations as _check
-from ..violations import Rule, Violation
+from ... import violations as _check
+from ...violations import Rule, Violation
 
 SPEC = "specs/amqp-1-0/amqp-core-transport-v1.0.txt"
 """The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""

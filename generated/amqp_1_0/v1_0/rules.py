@@ -26,8 +26,8 @@ choices (a message-id's, an address's): the codec reads its constructor.
 
 from __future__ import annotations
 
-from .. import violations as _check
-from ..violations import Rule, Violation
+from ... import violations as _check
+from ...violations import Rule, Violation
 
 SPEC_TRANSPORT = "specs/amqp-1-0/transport.xml"
 SPEC_MESSAGING = "specs/amqp-1-0/messaging.xml"

@@ -20,10 +20,9 @@ cross in flight), so it accepts when some interleaving is a word of the grammar.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
-Status = Literal["ok", "incomplete", "broken"]
+from ...automata import Automaton, Verdict, read
 
 PROTOCOL_HEADER: Final[str | None] = "connection.protocol-header"
 """The step the client's protocol header is (no frame: the bytes that open a connection)."""
@@ -59,34 +58,6 @@ METHODS: Final[dict[str, str]] = {
 }
 """The codec's message names (the frames table's `message` column) -> the steps they are;
 frames of no method (content headers and bodies, heartbeats) are absent."""
-
-
-@dataclass(frozen=True, slots=True)
-class Automaton:
-    """A dialogue grammar as a DFA over steps ("C:channel.open"); state 0 is the start."""
-
-    name: str
-    grammar: str  # the spec's text
-    accepting: frozenset[int]
-    moves: tuple[dict[str, int], ...]  # per state: step -> next state
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What a grammar says about a conversation."""
-
-    grammar: str
-    status: Status
-    at: int | None = None  # broken: index of the step where it broke, in the steps given
-    expected: tuple[str, ...] = ()  # the steps the grammar allowed there (or next, if incomplete)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def broken(self) -> bool:
-        return self.status == "broken"
 
 
 _CONNECTION = Automaton(
@@ -304,76 +275,10 @@ def check(
     `limit`: the most interleavings kept at a time; past it, those nearest the order given."""
     if grammar not in AUTOMATA:
         raise KeyError(f"no dialogue grammar {grammar!r}; known: {', '.join(AUTOMATA)}")
-    a = AUTOMATA[grammar]
     given = list(steps)
     keys = [_key(grammar, role, name) for role, name in given]
-    if not crossing:
-        state = 0
-        for i, key in enumerate(keys):
-            nxt = a.moves[state].get(key)
-            if nxt is None:
-                return Verdict(grammar, "broken", i, tuple(a.moves[state]))
-            state = nxt
-        return _end(a, [state])
-    return _crossing(a, [role.upper() for role, _ in given], keys, limit)
-
-
-def _end(a: Automaton, states: Iterable[int]) -> Verdict:
-    reached = sorted(set(states))
-    if any(s in a.accepting for s in reached):
-        return Verdict(a.name, "ok")
-    expected = sorted({k for s in reached for k in a.moves[s]})
-    return Verdict(a.name, "incomplete", None, tuple(expected))
-
-
-def _crossing(a: Automaton, roles: list[str], keys: list[str], limit: int) -> Verdict:
-    """Breadth-first over (steps taken per role, state), one step more in all per round."""
-    names = sorted(set(roles))
-    streams = [[i for i, r in enumerate(roles) if r == name] for name in names]
-    # the order given, as steps taken per role after k steps: the reference kept past `limit`
-    taken = [0] * len(names)
-    reference = [tuple(taken)]
-    for r in roles:
-        taken[names.index(r)] += 1
-        reference.append(tuple(taken))
-    frontier: set[tuple[tuple[int, ...], int]] = {(tuple([0] * len(names)), 0)}
-    for k in range(len(keys)):
-        nxt: set[tuple[tuple[int, ...], int]] = set()
-        for at, state in frontier:
-            moves = a.moves[state]
-            for n, stream in enumerate(streams):
-                if at[n] < len(stream):
-                    target = moves.get(keys[stream[at[n]]])
-                    if target is not None:
-                        nxt.add((at[:n] + (at[n] + 1,) + at[n + 1 :], target))
-        if not nxt:
-            return _blame(a, frontier, streams, keys, reference[k])
-        if len(nxt) > limit:
-            ref = reference[k + 1]
-            nxt = set(sorted(nxt, key=lambda c: (_distance(c[0], ref), c))[:limit])
-        frontier = nxt
-    return _end(a, (state for _, state in frontier))
-
-
-def _distance(at: tuple[int, ...], ref: tuple[int, ...]) -> int:
-    return sum(abs(x - y) for x, y in zip(at, ref, strict=True))
-
-
-def _blame(
-    a: Automaton,
-    frontier: set[tuple[tuple[int, ...], int]],
-    streams: list[list[int]],
-    keys: list[str],
-    ref: tuple[int, ...],
-) -> Verdict:
-    """The furthest reading nearest the order given; its next step of a role the grammar
-    expected there (else its earliest next step) is where the conversation broke."""
-    at, state = min(frontier, key=lambda c: (_distance(c[0], ref), c))
-    expected = tuple(a.moves[state])
-    roles = {k.split(":", 1)[0] for k in expected}
-    nexts = [stream[at[n]] for n, stream in enumerate(streams) if at[n] < len(stream)]
-    due = [i for i in nexts if keys[i].split(":", 1)[0] in roles]
-    return Verdict(a.name, "broken", min(due or nexts), expected)
+    roles = [role.upper() for role, _ in given]
+    return read(AUTOMATA[grammar], roles, keys, crossing=crossing, limit=limit)
 
 
 def check_connection(

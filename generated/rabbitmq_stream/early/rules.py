@@ -18,8 +18,8 @@ key-version: a frame of another key or version does not decode at all.
 
 from __future__ import annotations
 
-from .. import violations as _check
-from ..violations import Rule, Violation
+from ... import violations as _check
+from ...violations import Rule, Violation
 
 SPEC = "specs/rabbitmq-stream/PROTOCOL-early.adoc"
 """The spec file the rules below are stated in: each rule's `spec` is `file:line:col`."""
