@@ -146,9 +146,14 @@ def test_frames_table_types_are_shared_where_the_versions_agree() -> None:
     new = _module("amqp_0_9_1.rabbitmq.spark_schema")
     types = _module("amqp_0_9_1.shared_spark")
     common = _module("amqp_0_9_1.shared")
-    # one column type and one column builder, in shared_spark, for a method laid out alike
+    # one column type, in shared_spark, for a method laid out alike; one column builder, the
+    # runtime's, for every protocol
     assert old.QUEUE_DECLARE is new.QUEUE_DECLARE is types.QUEUE_DECLARE
-    assert old._columns is new._columns is types._columns
+    runtime = _module("arrow_columns")
+    streams = _module("rabbitmq_stream.v4_0.spark_schema")
+    assert old.build_columns is new.build_columns is streams.build_columns
+    assert old.build_columns is runtime.build_columns
+    assert "build_columns" not in vars(types)
     for schema in (old, new):
         assert schema.FRAMES_SCHEMA.field("queue_declare").type == types.QUEUE_DECLARE
     # a class each version lays out its own way keeps its own type

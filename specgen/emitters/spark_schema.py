@@ -2,8 +2,8 @@
 
 `generated/<package>/<version>/spark_schema.py` holds the frames table as an Arrow schema, built
 from one constant per message column and per structure (record) type, each written once and
-named wherever it nests. One column builder per module (`_columns`, in `shared_spark.py` when a
-package has one) walks a column's Arrow type and turns a list of decoded messages into its
+named wherever it nests. One column builder for every protocol (`build_columns`, in the runtime's
+`specgen_codecs.arrow_columns`) walks a column's Arrow type and turns a list of decoded messages into its
 struct column: a member is the attribute of its name, read column-wise (one list per leaf,
 nested lists flattened once per level, no per-row dicts); where the type does not tell how (a
 value that may be None, a field table kept as JSON text, a switch's cases), a per-message table
@@ -206,9 +206,7 @@ def emit(
     needs = sharing.used_names(local) | consts | set(frame_types)
     shared_names = {name for b in code.blocks if b.ident in found for name in b.defines}
     if found:
-        shared_imports = sorted(
-            (needs & (shared_names | set(ALIASES))) | {"_columns"}, key=isort_key
-        )
+        shared_imports = sorted(needs & (shared_names | set(ALIASES)), key=isort_key)
         aliases: dict[str, Code] = {}
     else:
         shared_imports = []
@@ -220,7 +218,6 @@ def emit(
         columns=code.columns,
         blocks=[b.text for b in local],
         aliases=aliases,
-        runtime=not found,
         shared_imports=shared_imports,
         imports=sorted(imports, key=isort_key),
         fragments=any(c.cls == "Fragment" for c in code.columns),

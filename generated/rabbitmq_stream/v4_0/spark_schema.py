@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from ...arrow_columns import build_columns
 from ..shared_spark import (
     ARGUMENT,
     BINARY,
@@ -38,7 +39,6 @@ from ..shared_spark import (
     SIMPLE_ENTRY,
     STRING,
     SUB_BATCH_ENTRY,
-    _columns,
 )
 from .commands import Message, SimpleEntry, SubBatchEntry
 
@@ -489,4 +489,4 @@ def spark_schema() -> StructType:
 def message_columns(msgs: Sequence[Message]) -> dict[str, Any]:
     """Columns `command`, `message`, `kind`, the role columns and every struct column for a batch
     of messages, one row per message; a struct column is null on the rows of other classes."""
-    return _columns(msgs, FRAMES_SCHEMA, MESSAGE_COLUMNS, _READ, _ROLES)
+    return build_columns(msgs, FRAMES_SCHEMA, MESSAGE_COLUMNS, _READ, _ROLES)
