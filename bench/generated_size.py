@@ -37,6 +37,9 @@ KINDS = {
     "base",
     "rules",  # issue 37: each version's rules as data, and the package's checking of them
     "violations",
+    # the runtime every protocol shares, above the packages (issue 36)
+    "arrow_columns",
+    "automata",
 }
 
 
