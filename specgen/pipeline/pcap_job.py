@@ -38,6 +38,7 @@ import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -333,35 +334,39 @@ class _Group:
     rows: list[reassembly.Segment] = field(default_factory=list)
 
 
-def stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
-    """mapInArrow's function for stage 2: segment rows sorted by (capture, client, server,
-    index) in, one summary row per reassembled direction out; the byte files are written."""
+def stage2(streams_dir: str, ports: frozenset[int], parts: list[Path]) -> Iterator[Any]:
+    """One bucket's stage 2: its parts' segment rows (`parts` in stage-1 task order, so each
+    4-tuple's rows come in packet order), grouped by (capture, client, server) and reassembled
+    in that order; one summary row per reassembled direction out; the byte files are written."""
     with collector.paused():
-        yield from _stage2(streams_dir, ports, batches)
+        yield from _stage2(streams_dir, ports, parts)
 
 
-def _stage2(streams_dir: str, ports: frozenset[int], batches: Iterable[Any]) -> Iterator[Any]:
-    group: _Group | None = None
-    ends: tuple[tuple[str, int], tuple[str, int]] = (("", 0), ("", 0))
-    for batch in batches:
-        c = batch.to_pydict()  # columns of Python values: no dict per row
-        for capture, client, server, direction, *fields in zip(
-            c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
-            c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"], c["payload"],
-            c["missing"], strict=True,
-        ):  # fmt: skip
-            if group is None or (group.capture, group.client, group.server) != (
-                capture,
-                client,
-                server,
-            ):
-                if group is not None:
-                    yield from _finish(Path(streams_dir), group, ports)
-                group = _Group(capture, client, server)
-                ends = (_endpoint(client), _endpoint(server))  # parsed once per 4-tuple
-            group.rows.append(_segment(ends, direction, *fields))
-    if group is not None:
+def _stage2(streams_dir: str, ports: frozenset[int], parts: list[Path]) -> Iterator[Any]:
+    # read a batch at a time, each let go once its rows are Python segments: never the
+    # bucket's whole table beside them (nor a sorted copy of it)
+    groups: dict[tuple[str, str, str], _Group] = {}
+    ends: dict[tuple[str, str, str], tuple[tuple[str, int], tuple[str, int]]] = {}
+    for path in parts:
+        for batch in pq.ParquetFile(path).iter_batches(ROWS_PER_BATCH):  # SEGMENT_ROWS
+            c = batch.to_pydict()  # columns of Python values: no dict per row
+            del batch
+            for capture, client, server, direction, *fields in zip(
+                c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
+                c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"], c["payload"],
+                c["missing"], strict=True,
+            ):  # fmt: skip
+                key = (capture, client, server)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = _Group(capture, client, server)
+                    ends[key] = (_endpoint(client), _endpoint(server))  # parsed once a 4-tuple
+                group.rows.append(_segment(ends[key], direction, *fields))
+    for key in sorted(groups):
+        group = groups.pop(key)
+        group.rows.sort(key=attrgetter("index"))  # in order already: a check that costs O(n)
         yield from _finish(Path(streams_dir), group, ports)
+        del group
 
 
 def stage2_buckets(
@@ -371,24 +376,20 @@ def stage2_buckets(
     buckets: list[int],
     batches: Iterable[Any],
 ) -> Iterator[Any]:
-    """mapInArrow's function for stage 2: numbers of buckets in `buckets` in; each bucket's parts (one per
-    stage-1 range that had its segments) read and sorted by (capture, client, server, index),
-    then reassembled by `stage2`; one summary row per reassembled direction out."""
+    """mapInArrow's function for stage 2: numbers of buckets in `buckets` in; each bucket's
+    parts (one per stage-1 range that had its segments) reassembled by `stage2`; one summary
+    row per reassembled direction out."""
     for batch in batches:
         for b in (buckets[k] for k in batch.column(0).to_pylist()):
             folder = Path(segments_dir) / f"{b:03d}"
-            table = pa.concat_tables(
-                [pq.read_table(p, schema=SEGMENT_ROWS) for p in sorted(folder.glob("*.parquet"))]
-            ).sort_by([(k, "ascending") for k in ("capture", "client", "server", "index")])
-            batches_ = table.to_batches(max_chunksize=ROWS_PER_BATCH)
-            del table
-            yield from stage2(streams_dir, ports, batches_)
+            yield from stage2(streams_dir, ports, sorted(folder.glob("*.parquet")))
 
 
 def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any]:
     summaries: dict[str, list[Any]] = {name: [] for name, _ in STREAM_FIELDS}
     # port reuse: reassembly.connections splits the 4-tuple where a new SYN follows a FIN/RST
     for conn in reassembly.connections(group.rows, ports):
+        # a direction's reassembled bytes are written and let go before the next's are built
         for direction, segments, result in write_connection(streams / group.capture, conn):
             summary = {
                 "capture": group.capture,
@@ -407,42 +408,53 @@ def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any
             }
             for key, value in summary.items():
                 summaries[key].append(value)
+            del result
     if summaries["capture"]:
         yield pa.RecordBatch.from_pydict(summaries, schema=STREAMS_SCHEMA)
 
 
 def write_connection(
     folder: Path, conn: reassembly.Connection
-) -> list[tuple[str, int, reassembly.Reassembled]]:
+) -> Iterator[tuple[str, int, reassembly.Reassembled]]:
     """Reassemble both directions of one connection into `folder` in the capture layout: a byte
     file per contiguous run (a run after a gap is `<name>@<offset>`) and an index whose read
-    events carry the packets' times. (direction, segments, what reassembly found) per
-    direction that has segments."""
+    events carry the packets' times. Yields (direction, segments, what reassembly found) per
+    direction that has segments, as each is written: one direction's bytes at a time."""
     folder.mkdir(parents=True, exist_ok=True)
     events: dict[str, list[str]] = {}
-    out = []
     for direction in ("c2s", "s2c"):
         segs = conn.direction(direction)
         if not segs:
             continue
         result = reassembly.reassemble(segs)
-        for i, part in enumerate(result.parts):
-            file_name = conn.name if i == 0 else f"{conn.name}@{part.offset}"
-            (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
-            lines = events.setdefault(file_name, [])
-            for offset, length, ts in part.reads:
-                read = {
-                    "event": "read",
-                    "direction": direction,
-                    "offset": offset - part.offset,
-                    "length": length,
-                    "wall": ts,
-                }
-                lines.append(json.dumps(read))
-        out.append((direction, len(segs), result))
+        _write_parts(folder, conn.name, direction, result.parts, events)
+        yield direction, len(segs), result
+        del result  # its bytes are written: not held while the other direction's are built
     for file_name, lines in events.items():
         (folder / f"{file_name}.index.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return out
+
+
+def _write_parts(
+    folder: Path,
+    name: str,
+    direction: str,
+    parts: list[reassembly.Part],
+    events: dict[str, list[str]],
+) -> None:
+    """A direction's byte files, and its read events under each file's name in `events`."""
+    for i, part in enumerate(parts):
+        file_name = name if i == 0 else f"{name}@{part.offset}"
+        (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
+        lines = events.setdefault(file_name, [])
+        for offset, length, ts in part.reads:
+            read = {
+                "event": "read",
+                "direction": direction,
+                "offset": offset - part.offset,
+                "length": length,
+                "wall": ts,
+            }
+            lines.append(json.dumps(read))
 
 
 def _segment(
