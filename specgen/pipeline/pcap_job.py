@@ -5,11 +5,13 @@ whole file, so the job has two Spark stages before the ordinary decode:
 
 1. **Packets, in parallel over file ranges.** The driver walks the record headers of every
    uncompressed capture file (as it walks size prefixes of byte files) and cuts it into ranges
-   of whole records; each task reads its range with dpkt (`pcap.packets`) and keeps the TCP
-   segments of the protocol's ports (`--port`, else the protocol's default ports), one row each
-   (payload included), plus one row of counts per range (packets read, packets skipped).
-2. **Streams, grouped by connection.** The segments are repartitioned by (file, client,
-   server) and sorted by packet number within each partition; each group is one TCP 4-tuple,
+   of whole records; each task reads its range (`pcap.scan`) and keeps the TCP segments of
+   the protocol's ports (`--port`, else the protocol's default ports), written as Parquet
+   parts, one per bucket of 4-tuples (`bucket`); Spark gets back counts per range (packets
+   read, packets skipped), damaged stretches and each bucket's payload bytes, never payloads.
+2. **Streams, grouped by connection.** A task per bucket, the largest first, reads its parts
+   a batch at a time and groups the segments by (file, client, server), in packet order; each
+   group is one TCP 4-tuple,
    split into connections where a new SYN follows a FIN or RST, then reassembled per direction
    (`reassembly.reassemble`: sequence numbers unwrapped, first copy wins, out-of-order segments
    placed, holes become gaps). Every contiguous run of bytes is written as a byte file in the
