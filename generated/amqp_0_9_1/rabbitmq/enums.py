@@ -125,80 +125,30 @@ class ReplyCode(IntEnum):
 
 
 FRAME_METHOD = 1
-""""""
-
 FRAME_HEADER = 2
-""""""
-
 FRAME_BODY = 3
-""""""
-
 FRAME_HEARTBEAT = 8
-""""""
-
 FRAME_MIN_SIZE = 4096
-""""""
-
 FRAME_END = 206
-""""""
-
-REPLY_SUCCESS = 200
-"""Indicates that the method completed successfully. This reply code is reserved for future use - the current protocol design does not use positive confirmation and reply codes are sent only in case of an error."""
-
-CONTENT_TOO_LARGE = 311
-"""The client attempted to transfer content larger than the server could accept at the present time. The client may retry at a later time. (soft-error)"""
-
-NO_ROUTE = 312
-"""Returned when RabbitMQ sends back with 'basic.return' when a 'mandatory' message cannot be delivered to any queue. (soft-error)"""
-
-NO_CONSUMERS = 313
-"""When the exchange cannot deliver to a consumer when the immediate flag is set. As a result of pending data on the queue or the absence of any consumers of the queue. (soft-error)"""
-
-CONNECTION_FORCED = 320
-"""An operator intervened to close the connection for some reason. The client may retry at some later date. (hard-error)"""
-
-INVALID_PATH = 402
-"""The client tried to work with an unknown virtual host. (hard-error)"""
-
-ACCESS_REFUSED = 403
-"""The client attempted to work with a server entity to which it has no access due to security settings. (soft-error)"""
-
-NOT_FOUND = 404
-"""The client attempted to work with a server entity that does not exist. (soft-error)"""
-
-RESOURCE_LOCKED = 405
-"""The client attempted to work with a server entity to which it has no access because another client is working with it. (soft-error)"""
-
-PRECONDITION_FAILED = 406
-"""The client requested a method that was not allowed because some precondition failed. (soft-error)"""
-
-FRAME_ERROR = 501
-"""The sender sent a malformed frame that the recipient could not decode. This strongly implies a programming error in the sending peer. (hard-error)"""
-
-SYNTAX_ERROR = 502
-"""The sender sent a frame that contained illegal values for one or more fields. This strongly implies a programming error in the sending peer. (hard-error)"""
-
-COMMAND_INVALID = 503
-"""The client sent an invalid sequence of frames, attempting to perform an operation that was considered invalid by the server. This usually implies a programming error in the client. (hard-error)"""
-
-CHANNEL_ERROR = 504
-"""The client attempted to work with a channel that had not been correctly opened. This most likely indicates a fault in the client layer. (hard-error)"""
-
-UNEXPECTED_FRAME = 505
-"""The peer sent a frame that was not expected, usually in the context of a content header and body. This strongly indicates a fault in the peer's content processing. (hard-error)"""
-
-RESOURCE_ERROR = 506
-"""The server could not complete the method because it lacked sufficient resources. This may be due to the client creating too many of some type of entity. (hard-error)"""
-
-NOT_ALLOWED = 530
-"""The client tried to work with some entity in a manner that is prohibited by the server, due to security settings or by some other criteria. (hard-error)"""
-
-NOT_IMPLEMENTED = 540
-"""The client tried to use functionality that is not implemented in the server. (hard-error)"""
-
-INTERNAL_ERROR = 541
-"""The server could not complete the method because of an internal error. The server may require intervention by an operator in order to resume normal operations. (hard-error)"""
-
+REPLY_SUCCESS = 200  # ReplyCode.REPLY_SUCCESS
+CONTENT_TOO_LARGE = 311  # ReplyCode.CONTENT_TOO_LARGE (soft-error)
+NO_ROUTE = 312  # ReplyCode.NO_ROUTE (soft-error)
+NO_CONSUMERS = 313  # ReplyCode.NO_CONSUMERS (soft-error)
+CONNECTION_FORCED = 320  # ReplyCode.CONNECTION_FORCED (hard-error)
+INVALID_PATH = 402  # ReplyCode.INVALID_PATH (hard-error)
+ACCESS_REFUSED = 403  # ReplyCode.ACCESS_REFUSED (soft-error)
+NOT_FOUND = 404  # ReplyCode.NOT_FOUND (soft-error)
+RESOURCE_LOCKED = 405  # ReplyCode.RESOURCE_LOCKED (soft-error)
+PRECONDITION_FAILED = 406  # ReplyCode.PRECONDITION_FAILED (soft-error)
+FRAME_ERROR = 501  # ReplyCode.FRAME_ERROR (hard-error)
+SYNTAX_ERROR = 502  # ReplyCode.SYNTAX_ERROR (hard-error)
+COMMAND_INVALID = 503  # ReplyCode.COMMAND_INVALID (hard-error)
+CHANNEL_ERROR = 504  # ReplyCode.CHANNEL_ERROR (hard-error)
+UNEXPECTED_FRAME = 505  # ReplyCode.UNEXPECTED_FRAME (hard-error)
+RESOURCE_ERROR = 506  # ReplyCode.RESOURCE_ERROR (hard-error)
+NOT_ALLOWED = 530  # ReplyCode.NOT_ALLOWED (hard-error)
+NOT_IMPLEMENTED = 540  # ReplyCode.NOT_IMPLEMENTED (hard-error)
+INTERNAL_ERROR = 541  # ReplyCode.INTERNAL_ERROR (hard-error)
 
 __all__ = [
     "ACCESS_REFUSED",
