@@ -701,9 +701,10 @@ def emit(
     wanted = sharing.used_names(local)
     # with the shared module's tables merged in, its classes are re-exported through `from
     # ..shared import *` (its __all__: what every version has alike), not named again here
-    reexported = {b.key for b in code.blocks if b.ident in found and b.kind == "struct"}
-    reexported |= {m["cls"] for m in messages if ("message", m["cls"]) in found}
-    reexported = reexported if merged else set()
+    reexported: set[str] = set()
+    if merged:
+        reexported = {b.key for b in code.blocks if b.ident in found and b.kind == "struct"}
+        reexported |= {m["cls"] for m in messages if ("message", m["cls"]) in found}
     for m in messages:
         if ("message", m["cls"]) in found:
             if merged:
@@ -753,6 +754,12 @@ def emit(
             files[f"{module}.py"] = _version_class_module(
                 code, module, module_texts, providers, renderer
             )
+    # what `commands` exports (its __all__; the shared classes come with the shared module's)
+    follows = ["following", "continued"] if common["follows"] else []
+    follows += ["FRAGMENT_HEAD"] if common["follows"] and common["follows_layout"] else []
+    classes = [s["name"] for s in structs] + [m["cls"] for m in messages]
+    command_exports = ["FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode"]
+    command_exports += follows + [c for c in classes if c not in reexported]
     render = {
         "blocks": texts,
         "groups": groups,
@@ -772,6 +779,7 @@ def emit(
         "fast": _fast_dispatch(frame, dispatch),
         "merged": _merged(messages, shared_funcs) if merged else None,
         "reexported": reexported,
+        "command_exports": command_exports,
         "packed_body": "",
         **context,
     }
@@ -795,13 +803,9 @@ def emit(
     files["enums.py"] = _enums(spec, plan, renderer, protocol.constants, enum_names=enum_names)
     # the package's own names; its commands' and enums' follow from their modules' __all__
     exports = ["DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION"]
-    follows = ["following", "continued"] if common["follows"] else []
-    if common["follows"]:
-        exports.append("Fragment")
-        follows += ["FRAGMENT_HEAD"] if common["follows_layout"] else []
-    fixed = ["FRAME_KEYS", "HEADER_SIZE", "Message", "Sender", "decode", "encode", *follows]
-    classes = [s.name for s in plan.structs] + [m.cls for m in plan.messages]
-    _exported_once(spec, __init__=exports, commands=fixed + classes, enums=enum_names)
+    exports += ["Fragment"] if common["follows"] else []
+    commands = command_exports + sorted(reexported)  # what `import *` of it binds
+    _exported_once(spec, __init__=exports, commands=commands, enums=enum_names)
     files["__init__.py"] = renderer.render(
         "python/package_init.py.j2",
         spec,
@@ -885,7 +889,7 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
     value_names |= {n for n in ("Array", "Typed") if n in annotations}
     enums = {f.enum for f in fields if f.enum}
     enums |= {packed.segments.type_enum, packed.segments.track_enum}
-    files = _packed_modules(
+    files, commands = _packed_modules(
         spec,
         protocol,
         packed,
@@ -915,8 +919,6 @@ def emit_packed(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
     shared = [n for _, names in also for n in names]
     # the package's own names; its commands' and enums' follow from their modules' __all__
     exports = sorted({"DecodeError", "EncodeError", "FrameReader", "PROTOCOL", "VERSION", *shared})
-    classes = [s.cls for s in packed.structs + packed.methods]
-    commands = [*classes, *(n for n in _PACKED_COMMANDS if n not in classes)]
     _exported_once(spec, __init__=exports, commands=commands, enums=enum_names)
     files["__init__.py"] = renderer.render(
         "python/package_init.py.j2",
@@ -949,10 +951,11 @@ def _packed_modules(
     renderer: Renderer,
     enums: list[str],
     value_names: list[str],
-) -> dict[str, str]:
+) -> tuple[dict[str, str], list[str]]:
     """A segment layer's codec modules: one per spec class (its structs, controls and commands,
     as the spec groups them), and `commands.py`, which dispatches to them all and re-exports
-    their classes. Each module imports what its code reads."""
+    their classes. Each module imports what its code reads. With them, what `commands.py`
+    exports (its `__all__`)."""
     groups: dict[str, tuple[list[Any], list[Any]]] = {}
     for s in packed.structs:
         groups.setdefault(_spec_class(s.name), ([], []))[0].append(s)
@@ -991,7 +994,7 @@ def _packed_modules(
     files["commands.py"] = _packed_module(
         spec, protocol, packed, renderer, doc, body, providers, "commands.py", enums, classes
     )
-    return files
+    return files, exported
 
 
 def _spec_class(name: str) -> str:

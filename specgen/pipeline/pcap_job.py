@@ -333,6 +333,7 @@ class _Group:
     capture: str
     client: str
     server: str
+    ends: tuple[tuple[str, int], tuple[str, int]]  # client and server, parsed once a 4-tuple
     rows: list[reassembly.Segment] = field(default_factory=list)
 
 
@@ -348,11 +349,9 @@ def _stage2(streams_dir: str, ports: frozenset[int], parts: list[Path]) -> Itera
     # read a batch at a time, each let go once its rows are Python segments: never the
     # bucket's whole table beside them (nor a sorted copy of it)
     groups: dict[tuple[str, str, str], _Group] = {}
-    ends: dict[tuple[str, str, str], tuple[tuple[str, int], tuple[str, int]]] = {}
     for path in parts:
         for batch in pq.ParquetFile(path).iter_batches(ROWS_PER_BATCH):  # SEGMENT_ROWS
             c = batch.to_pydict()  # columns of Python values: no dict per row
-            del batch
             for capture, client, server, direction, *fields in zip(
                 c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
                 c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"], c["payload"],
@@ -361,14 +360,13 @@ def _stage2(streams_dir: str, ports: frozenset[int], parts: list[Path]) -> Itera
                 key = (capture, client, server)
                 group = groups.get(key)
                 if group is None:
-                    group = groups[key] = _Group(capture, client, server)
-                    ends[key] = (_endpoint(client), _endpoint(server))  # parsed once a 4-tuple
-                group.rows.append(_segment(ends[key], direction, *fields))
+                    ends = (_endpoint(client), _endpoint(server))
+                    group = groups[key] = _Group(capture, client, server, ends)
+                group.rows.append(_segment(group.ends, direction, *fields))
     for key in sorted(groups):
         group = groups.pop(key)
         group.rows.sort(key=attrgetter("index"))  # in order already: a check that costs O(n)
         yield from _finish(Path(streams_dir), group, ports)
-        del group
 
 
 def stage2_buckets(
