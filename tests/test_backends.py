@@ -9,7 +9,7 @@ import pytest
 from test_generated_surface import shared_modules
 
 from specgen import generate
-from specgen.emitters import backends
+from specgen.emitters import backends, python_codec
 from specgen.emitters.plan import SENDER_MODULES, ModulePlan, PlanError, Planner
 from specgen.specs import ROOT, SpecVersion, build_ir, registry
 
@@ -79,3 +79,12 @@ def test_the_runtime_every_package_shares_is_above_them_and_neutral() -> None:
     for name in generate.RUNTIME:
         text = (top / f"{name}.py").read_text()
         assert "specs/" not in text and not {n for n in names if n in text}, name
+
+
+def test_a_name_two_reexported_modules_share_stops_generation() -> None:
+    """A version's `__init__` takes its commands' and enums' names through `import *`: one both
+    export would hide the other without a word, so generation stops, naming both modules."""
+    spec = next(s for s in registry() if s.package == "amqp_0_9_1")
+    python_codec._exported_once(spec, __init__=["VERSION"], commands=["Basic"], enums=["Tune"])
+    with pytest.raises(PlanError, match=r"'Tune' is exported by both commands and enums"):
+        python_codec._exported_once(spec, commands=["Tune", "decode"], enums=["Tune"])
