@@ -22,6 +22,12 @@ FRAMED_BY = ".shared"
 
 
 _VALUE_TABLE_0 = struct.Struct(">B")
+_VALUE_TABLE_2 = struct.Struct(">Bi")
+_VALUE_TABLE_2_FIELDS = "field-value field-value"
+_VALUE_TABLE_3 = struct.Struct(">I")
+_VALUE_TABLE_3_FIELDS = "field-value"
+_VALUE_TABLE_4 = struct.Struct(">I")
+_VALUE_TABLE_4_FIELDS = "field-value"
 _TABLE_SIZE = struct.Struct(">I")
 
 
@@ -34,8 +40,9 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     if size > end - at:
         raise _bad_length("table", at, size, end)
     stop = at + size
-    out = Table()
-    constructors = out.constructors
+    # made without Table.__init__ (a Python call per table): its constructors set here
+    out = dict.__new__(Table)
+    out.constructors = constructors = {}
     while at < stop:
         if at >= stop:
             raise DecodeError("table.key", at, "needs 1 bytes, 0 left")
@@ -48,7 +55,66 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
         if key_2 in out:
             raise DecodeError("table", at, f"key {key_2!r} twice")
         try:  # free until raised: tables may nest, and input may nest them endlessly
-            item, ctor, at = _decode_field_value(buf, at, stop)
+            if stop - at < 1:
+                raise DecodeError("field-value", at, f"needs 1 bytes, {stop - at} left")
+            ctor = buf[at]
+            at += 1
+            fixed = _FIELD_VALUE_FIXED.get(ctor)
+            if fixed is not None:  # one fixed-width number
+                number, width = fixed
+                if stop - at < width:
+                    raise _truncated(number, "field-value", at, stop)
+                (item,) = number.unpack_from(buf, at)
+                at += width
+            elif ctor == 116:  # t boolean
+                if at >= stop:
+                    raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
+                value_2_raw = buf[at]
+                at += 1
+                if value_2_raw > 1:
+                    raise DecodeError(
+                        "field-value", at - 1, f"boolean {value_2_raw} is neither 0 nor 1"
+                    )
+                value_2 = value_2_raw == 1
+                item = value_2
+            elif ctor == 68:  # D decimal
+                if stop - at < 5:
+                    raise _truncated(_VALUE_TABLE_2, _VALUE_TABLE_2_FIELDS, at, stop)
+                value_3_scale, value_3_value = _VALUE_TABLE_2.unpack_from(buf, at)
+                at += 5
+                value_3 = Decimal(value_3_value).scaleb(-value_3_scale)
+                item = value_3
+            elif ctor == 83:  # S longstr-text
+                if stop - at < 4:
+                    raise _truncated(_VALUE_TABLE_3, _VALUE_TABLE_3_FIELDS, at, stop)
+                (value_len,) = _VALUE_TABLE_3.unpack_from(buf, at)
+                at += 4
+                if value_len > stop - at:
+                    raise _bad_length("field-value", at, value_len, stop)
+                value_4 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
+                at += value_len
+                item = value_4
+            elif ctor == 120:  # x longstr
+                if stop - at < 4:
+                    raise _truncated(_VALUE_TABLE_4, _VALUE_TABLE_4_FIELDS, at, stop)
+                (value_len_2,) = _VALUE_TABLE_4.unpack_from(buf, at)
+                at += 4
+                if value_len_2 > stop - at:
+                    raise _bad_length("field-value", at, value_len_2, stop)
+                value_5 = bytes(buf[at : at + value_len_2])
+                at += value_len_2
+                item = value_5
+            elif ctor == 65:  # A field-array
+                value_6, at = _decode_field_array(buf, at, stop)
+                item = value_6
+            elif ctor == 70:  # F table
+                value_7, at = _decode_table(buf, at, stop)
+                item = value_7
+            elif ctor == 86:  # V void
+                value_8 = None
+                item = value_8
+            else:
+                raise DecodeError("field-value", at - 1, f"no encoding has constructor {ctor}")
         except RecursionError:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("table", at, "nested deeper than the stack allows") from None
@@ -72,6 +138,12 @@ def _encode_table(value: dict[str, Any], out: list[bytes]) -> None:
     out.append(data)
 
 
+_VALUE_FIELD_ARRAY_1 = struct.Struct(">Bi")
+_VALUE_FIELD_ARRAY_1_FIELDS = "field-value field-value"
+_VALUE_FIELD_ARRAY_2 = struct.Struct(">I")
+_VALUE_FIELD_ARRAY_2_FIELDS = "field-value"
+_VALUE_FIELD_ARRAY_3 = struct.Struct(">I")
+_VALUE_FIELD_ARRAY_3_FIELDS = "field-value"
 _FIELD_ARRAY_SIZE = struct.Struct(">I")
 
 
@@ -84,11 +156,71 @@ def _decode_field_array(buf: Buffer, at: int, end: int) -> tuple[Values, int]:
     if size > end - at:
         raise _bad_length("field-array", at, size, end)
     stop = at + size
-    out = Values()
-    constructors = out.constructors
+    # made without Values.__init__ (a Python call per field-array): its constructors set here
+    out = list.__new__(Values)
+    out.constructors = constructors = []
     while at < stop:
         try:  # free until raised: field-arrays may nest, and input may nest them endlessly
-            item, ctor, at = _decode_field_value(buf, at, stop)
+            if stop - at < 1:
+                raise DecodeError("field-value", at, f"needs 1 bytes, {stop - at} left")
+            ctor = buf[at]
+            at += 1
+            fixed = _FIELD_VALUE_FIXED.get(ctor)
+            if fixed is not None:  # one fixed-width number
+                number, width = fixed
+                if stop - at < width:
+                    raise _truncated(number, "field-value", at, stop)
+                (item,) = number.unpack_from(buf, at)
+                at += width
+            elif ctor == 116:  # t boolean
+                if at >= stop:
+                    raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
+                value_2_raw = buf[at]
+                at += 1
+                if value_2_raw > 1:
+                    raise DecodeError(
+                        "field-value", at - 1, f"boolean {value_2_raw} is neither 0 nor 1"
+                    )
+                value_2 = value_2_raw == 1
+                item = value_2
+            elif ctor == 68:  # D decimal
+                if stop - at < 5:
+                    raise _truncated(_VALUE_FIELD_ARRAY_1, _VALUE_FIELD_ARRAY_1_FIELDS, at, stop)
+                value_3_scale, value_3_value = _VALUE_FIELD_ARRAY_1.unpack_from(buf, at)
+                at += 5
+                value_3 = Decimal(value_3_value).scaleb(-value_3_scale)
+                item = value_3
+            elif ctor == 83:  # S longstr-text
+                if stop - at < 4:
+                    raise _truncated(_VALUE_FIELD_ARRAY_2, _VALUE_FIELD_ARRAY_2_FIELDS, at, stop)
+                (value_len,) = _VALUE_FIELD_ARRAY_2.unpack_from(buf, at)
+                at += 4
+                if value_len > stop - at:
+                    raise _bad_length("field-value", at, value_len, stop)
+                value_4 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
+                at += value_len
+                item = value_4
+            elif ctor == 120:  # x longstr
+                if stop - at < 4:
+                    raise _truncated(_VALUE_FIELD_ARRAY_3, _VALUE_FIELD_ARRAY_3_FIELDS, at, stop)
+                (value_len_2,) = _VALUE_FIELD_ARRAY_3.unpack_from(buf, at)
+                at += 4
+                if value_len_2 > stop - at:
+                    raise _bad_length("field-value", at, value_len_2, stop)
+                value_5 = bytes(buf[at : at + value_len_2])
+                at += value_len_2
+                item = value_5
+            elif ctor == 65:  # A field-array
+                value_6, at = _decode_field_array(buf, at, stop)
+                item = value_6
+            elif ctor == 70:  # F table
+                value_7, at = _decode_table(buf, at, stop)
+                item = value_7
+            elif ctor == 86:  # V void
+                value_8 = None
+                item = value_8
+            else:
+                raise DecodeError("field-value", at - 1, f"no encoding has constructor {ctor}")
         except RecursionError:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("field-array", at, "nested deeper than the stack allows") from None
@@ -110,158 +242,26 @@ def _encode_field_array(value: list[Any], out: list[bytes]) -> None:
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_1 = struct.Struct(">b")
-_VALUE_FIELD_VALUE_1_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_2 = struct.Struct(">B")
-_VALUE_FIELD_VALUE_3 = struct.Struct(">h")
-_VALUE_FIELD_VALUE_3_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_4 = struct.Struct(">H")
-_VALUE_FIELD_VALUE_4_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_5 = struct.Struct(">i")
-_VALUE_FIELD_VALUE_5_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_6 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_6_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_7 = struct.Struct(">q")
-_VALUE_FIELD_VALUE_7_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_8 = struct.Struct(">q")
-_VALUE_FIELD_VALUE_8_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_9 = struct.Struct(">f")
-_VALUE_FIELD_VALUE_9_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_10 = struct.Struct(">d")
-_VALUE_FIELD_VALUE_10_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_11 = struct.Struct(">Bi")
-_VALUE_FIELD_VALUE_11_FIELDS = "field-value field-value"
-_VALUE_FIELD_VALUE_12 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_12_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_13 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_13_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_14 = struct.Struct(">Q")
-_VALUE_FIELD_VALUE_14_FIELDS = "field-value"
+_VALUE_FIELD_VALUE_1 = struct.Struct(">Bi")
+_VALUE_FIELD_VALUE_2 = struct.Struct(">I")
+_VALUE_FIELD_VALUE_3 = struct.Struct(">I")
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
-
-def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
-    """A field-value: a constructor, then the value in the encoding it names. Returns the value,
-    the constructor and the next offset."""
-    if end - at < 1:
-        raise DecodeError("field-value", at, f"needs 1 bytes, {end - at} left")
-    ctor = buf[at]
-    at += 1
-    value: Any
-    if ctor == 116:  # t boolean
-        if at >= end:
-            raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
-        value_2_raw = buf[at]
-        at += 1
-        if value_2_raw > 1:
-            raise DecodeError("field-value", at - 1, f"boolean {value_2_raw} is neither 0 nor 1")
-        value_2 = value_2_raw == 1
-        value = value_2
-    elif ctor == 98:  # b int8
-        if end - at < 1:
-            raise _truncated(_VALUE_FIELD_VALUE_1, _VALUE_FIELD_VALUE_1_FIELDS, at, end)
-        (value_3,) = _VALUE_FIELD_VALUE_1.unpack_from(buf, at)
-        at += 1
-        value = value_3
-    elif ctor == 66:  # B uint8
-        if at >= end:
-            raise DecodeError("field-value", at, "needs 1 bytes, 0 left")
-        value_4 = buf[at]
-        at += 1
-        value = value_4
-    elif ctor == 115:  # s int16
-        if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_3, _VALUE_FIELD_VALUE_3_FIELDS, at, end)
-        (value_5,) = _VALUE_FIELD_VALUE_3.unpack_from(buf, at)
-        at += 2
-        value = value_5
-    elif ctor == 117:  # u uint16
-        if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_4, _VALUE_FIELD_VALUE_4_FIELDS, at, end)
-        (value_6,) = _VALUE_FIELD_VALUE_4.unpack_from(buf, at)
-        at += 2
-        value = value_6
-    elif ctor == 73:  # I int32
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_5, _VALUE_FIELD_VALUE_5_FIELDS, at, end)
-        (value_7,) = _VALUE_FIELD_VALUE_5.unpack_from(buf, at)
-        at += 4
-        value = value_7
-    elif ctor == 105:  # i uint32
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_6, _VALUE_FIELD_VALUE_6_FIELDS, at, end)
-        (value_8,) = _VALUE_FIELD_VALUE_6.unpack_from(buf, at)
-        at += 4
-        value = value_8
-    elif ctor == 76:  # L int64
-        if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_7, _VALUE_FIELD_VALUE_7_FIELDS, at, end)
-        (value_9,) = _VALUE_FIELD_VALUE_7.unpack_from(buf, at)
-        at += 8
-        value = value_9
-    elif ctor == 108:  # l int64
-        if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_8, _VALUE_FIELD_VALUE_8_FIELDS, at, end)
-        (value_10,) = _VALUE_FIELD_VALUE_8.unpack_from(buf, at)
-        at += 8
-        value = value_10
-    elif ctor == 102:  # f float
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_9, _VALUE_FIELD_VALUE_9_FIELDS, at, end)
-        (value_11,) = _VALUE_FIELD_VALUE_9.unpack_from(buf, at)
-        at += 4
-        value = value_11
-    elif ctor == 100:  # d double
-        if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_10, _VALUE_FIELD_VALUE_10_FIELDS, at, end)
-        (value_12,) = _VALUE_FIELD_VALUE_10.unpack_from(buf, at)
-        at += 8
-        value = value_12
-    elif ctor == 68:  # D decimal
-        if end - at < 5:
-            raise _truncated(_VALUE_FIELD_VALUE_11, _VALUE_FIELD_VALUE_11_FIELDS, at, end)
-        value_13_scale, value_13_value = _VALUE_FIELD_VALUE_11.unpack_from(buf, at)
-        at += 5
-        value_13 = Decimal(value_13_value).scaleb(-value_13_scale)
-        value = value_13
-    elif ctor == 83:  # S longstr-text
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_12, _VALUE_FIELD_VALUE_12_FIELDS, at, end)
-        (value_len,) = _VALUE_FIELD_VALUE_12.unpack_from(buf, at)
-        at += 4
-        if value_len > end - at:
-            raise _bad_length("field-value", at, value_len, end)
-        value_14 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        at += value_len
-        value = value_14
-    elif ctor == 120:  # x longstr
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_13, _VALUE_FIELD_VALUE_13_FIELDS, at, end)
-        (value_len_2,) = _VALUE_FIELD_VALUE_13.unpack_from(buf, at)
-        at += 4
-        if value_len_2 > end - at:
-            raise _bad_length("field-value", at, value_len_2, end)
-        value_15 = bytes(buf[at : at + value_len_2])
-        at += value_len_2
-        value = value_15
-    elif ctor == 65:  # A field-array
-        value_16, at = _decode_field_array(buf, at, end)
-        value = value_16
-    elif ctor == 84:  # T timestamp
-        if end - at < 8:
-            raise _truncated(_VALUE_FIELD_VALUE_14, _VALUE_FIELD_VALUE_14_FIELDS, at, end)
-        (value_17,) = _VALUE_FIELD_VALUE_14.unpack_from(buf, at)
-        at += 8
-        value = value_17
-    elif ctor == 70:  # F table
-        value_18, at = _decode_table(buf, at, end)
-        value = value_18
-    elif ctor == 86:  # V void
-        value_19 = None
-        value = value_19
-    else:
-        raise DecodeError("field-value", at - 1, f"no encoding has constructor {ctor}")
-    return value, ctor, at
+_FIELD_VALUE_FIXED: dict[int, tuple[struct.Struct, int]] = {
+    98: (struct.Struct(">b"), 1),  # b int8
+    66: (struct.Struct(">B"), 1),  # B uint8
+    115: (struct.Struct(">h"), 2),  # s int16
+    117: (struct.Struct(">H"), 2),  # u uint16
+    73: (struct.Struct(">i"), 4),  # I int32
+    105: (struct.Struct(">I"), 4),  # i uint32
+    76: (struct.Struct(">q"), 8),  # L int64
+    108: (struct.Struct(">q"), 8),  # l int64
+    102: (struct.Struct(">f"), 4),  # f float
+    100: (struct.Struct(">d"), 8),  # d double
+    84: (struct.Struct(">Q"), 8),  # T timestamp
+}
+"""Constructor -> struct and width, for the field-values that are one fixed-width number:
+one lookup reads any of them, where a branch each would test them one by one."""
 
 
 def _fits_field_value(ctor: int, value: Any) -> bool:
@@ -338,43 +338,24 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
         else:
             raise EncodeError("field-value", f"no encoding for a {type(value).__name__}")
     parts.append(_FIELD_VALUE_CONSTRUCTOR.pack(ctor))
-    if ctor == 116:  # t boolean
+    fixed = _FIELD_VALUE_FIXED.get(ctor)
+    if fixed is not None:  # one fixed-width number
+        parts.append(fixed[0].pack(value))
+    elif ctor == 116:  # t boolean
         parts.append(_VALUE_FIELD_VALUE_0.pack(1 if value else 0))
-    elif ctor == 98:  # b int8
-        parts.append(_VALUE_FIELD_VALUE_1.pack(value))
-    elif ctor == 66:  # B uint8
-        parts.append(_VALUE_FIELD_VALUE_2.pack(value))
-    elif ctor == 115:  # s int16
-        parts.append(_VALUE_FIELD_VALUE_3.pack(value))
-    elif ctor == 117:  # u uint16
-        parts.append(_VALUE_FIELD_VALUE_4.pack(value))
-    elif ctor == 73:  # I int32
-        parts.append(_VALUE_FIELD_VALUE_5.pack(value))
-    elif ctor == 105:  # i uint32
-        parts.append(_VALUE_FIELD_VALUE_6.pack(value))
-    elif ctor == 76:  # L int64
-        parts.append(_VALUE_FIELD_VALUE_7.pack(value))
-    elif ctor == 108:  # l int64
-        parts.append(_VALUE_FIELD_VALUE_8.pack(value))
-    elif ctor == 102:  # f float
-        parts.append(_VALUE_FIELD_VALUE_9.pack(value))
-    elif ctor == 100:  # d double
-        parts.append(_VALUE_FIELD_VALUE_10.pack(value))
     elif ctor == 68:  # D decimal
-        value_13_parts = _decimal_parts(value)
-        parts.append(_VALUE_FIELD_VALUE_11.pack(value_13_parts[0], value_13_parts[1]))
+        value_3_parts = _decimal_parts(value)
+        parts.append(_VALUE_FIELD_VALUE_1.pack(value_3_parts[0], value_3_parts[1]))
     elif ctor == 83:  # S longstr-text
         value_raw = value.encode("utf-8", "surrogateescape")
-        parts.append(_VALUE_FIELD_VALUE_12.pack(len(value_raw)))
+        parts.append(_VALUE_FIELD_VALUE_2.pack(len(value_raw)))
         parts.append(value_raw)
     elif ctor == 120:  # x longstr
         value_raw_2 = value
-        parts.append(_VALUE_FIELD_VALUE_13.pack(len(value_raw_2)))
+        parts.append(_VALUE_FIELD_VALUE_3.pack(len(value_raw_2)))
         parts.append(value_raw_2)
     elif ctor == 65:  # A field-array
         _encode_field_array(value, parts)
-    elif ctor == 84:  # T timestamp
-        parts.append(_VALUE_FIELD_VALUE_14.pack(value))
     elif ctor == 70:  # F table
         _encode_table(value, parts)
     elif ctor == 86:  # V void

@@ -118,6 +118,9 @@ class Run:
     mark: str = ""  # encode: local remembering this run's part (a checksum in it is patched)
     post: list[object] = field(default_factory=list)  # decode steps right after the unpack
     prepare: list[object] = field(default_factory=list)  # encode steps right before the pack
+    # "decode": read by a container's loop, never written (a byte needs no struct); "encode": a
+    # constructor choice's, written by its encode, read by its containers' own runs
+    only: Literal["", "decode", "encode"] = ""
 
     @property
     def fmt(self) -> str:
@@ -415,6 +418,10 @@ class NamedPlan:
     item: RefStep | None = None  # map value / array item when it is a named type
     item_steps: list[object] = field(default_factory=list)  # else: its steps
     item_local: str = ""
+    # map/array whose item is a constructor choice: its cases, read in the loop itself (no call
+    # per item), and the choice's own plan (its name, constructor width and fixed numbers)
+    inline: list[ChoiceCase] = field(default_factory=list)
+    choice: NamedPlan | None = None
     cases: list[ChoiceCase] = field(default_factory=list)
     ctor_code: str = ""
     ctor_width: int = 0
@@ -434,6 +441,10 @@ class ChoiceCase:
     fits: str
     low: int = 0
     high: int = 0
+    # a case whose value is one fixed-width number: its struct code and width, read through one
+    # lookup (`_<FUNC>_FIXED`) instead of a branch of the chain each
+    fixed_code: str = ""
+    fixed_width: int = 0
 
 
 @dataclass
@@ -1492,7 +1503,10 @@ class Planner:
         t = n.type
         func = _func(n.name)
         self.owner = f"value_{func}"
-        self.used = {"buf", "at", "end", "parts", "value", "out", "stop", "key", "item", "ctor"}
+        self.used = {
+            *("buf", "at", "end", "parts", "value", "out", "stop", "key", "item", "ctor"),
+            *("fixed", "number", "width", "constructors"),
+        }
         self.runs = []
         label = n.name
         match t:
@@ -1503,20 +1517,9 @@ class Planner:
             case Array() if t.size_prefix is not None:
                 return self._container(n, func, "array", "list[Any]", t.size_prefix, t.item)
             case Choice():
-                plan = NamedPlan(n.name, func, "choice", "Any", label)
-                plan.ctor_code = STRUCT_CODES[t.constructor]
-                plan.ctor_width = INT_WIDTHS[t.constructor][0]
-                for case in t.cases:
-                    if case.type is None:
-                        raise PlanError(
-                            f"{n.span}: {label}: constructor {case.label!r} has no type"
-                        )
-                    body, local = self._value(case.type, label, "value", "end")
-                    plan.cases.append(
-                        ChoiceCase(case.values[0], case.label, body, local, *self._fits(case.type))
-                    )
-                order = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
-                plan.prefer = order
+                plan = self._choice(n, t, "end")
+                for run in self.runs:
+                    run.only = "encode"
                 plan.runs = self.runs
                 return plan
             case Struct():
@@ -1548,6 +1551,41 @@ class Planner:
             case _:
                 assert_never(t)
 
+    def _choice(self, n: NamedType, t: Choice, limit: str) -> NamedPlan:
+        """A constructor choice's plan: its cases read up to `limit` (its own function's `end`,
+        or a container's `stop` where the container's loop reads them itself)."""
+        label = n.name
+        plan = NamedPlan(n.name, _func(n.name), "choice", "Any", label)
+        plan.ctor_code = STRUCT_CODES[t.constructor]
+        plan.ctor_width = INT_WIDTHS[t.constructor][0]
+        for case in t.cases:
+            if case.type is None:
+                raise PlanError(f"{n.span}: {label}: constructor {case.label!r} has no type")
+            code, width = self._one_number(case.type)
+            # a fixed number's steps are not written (the lookup reads it): no run for them
+            body, local = ([], "") if code else self._value(case.type, label, "value", limit)
+            plan.cases.append(
+                ChoiceCase(
+                    case.values[0], case.label, body, local, *self._fits(case.type), code, width
+                )
+            )
+        plan.prefer = [*t.prefer, *(c.values[0] for c in t.cases if c.values[0] not in t.prefer)]
+        return plan
+
+    def _one_number(self, t: TypeRef) -> tuple[str, int]:
+        """The struct code and width of a type that is one fixed-width number, as it is in
+        Python too (no check or conversion after the unpack); else ("", 0)."""
+        if not isinstance(t, Prim):
+            return "", 0
+        p = self.protocol.type(t.name)
+        if p.kind == "int" and p.name in STRUCT_CODES and p.name != "uint24":
+            return STRUCT_CODES[p.name], p.width
+        if p.kind == "timestamp":
+            return "Q", 8
+        if p.kind == "float":
+            return FLOAT_CODES[p.width], p.width
+        return "", 0
+
     def _container(
         self,
         n: NamedType,
@@ -1572,6 +1610,13 @@ class Planner:
             target = self.protocol.named_type(item.name)
             ctor = "ctor" if isinstance(target, Choice) else ""
             plan.item = RefStep(item_label, "item", _func(item.name), "item", "stop", ctor, "ctor")
+            if isinstance(target, Choice):
+                node = next(x for x in self.protocol.named if x.name == item.name)
+                first = len(self.runs)
+                choice = self._choice(node, target, "stop")
+                for run in self.runs[first:]:
+                    run.only = "decode"
+                plan.choice, plan.inline = choice, [c for c in choice.cases if not c.fixed_code]
         else:
             plan.item_steps, plan.item_local = self._value(item, item_label, "item", "stop", "Item")
         plan.runs = self.runs

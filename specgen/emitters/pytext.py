@@ -199,7 +199,7 @@ _NAME_PART = re.compile(r"[A-Za-z0-9_]+")
 
 def name_part(text: str, what: str, span: SourceSpan | None = None) -> Code:
     """`text`, which a spec's name gave, as a piece of a Python name after a fixed prefix (the
-    `field_value` of `_decode_field_value`): ASCII letters, digits and `_` only (Python would
+    `field_value` of `_encode_field_value`): ASCII letters, digits and `_` only (Python would
     fold other letters together), else a SpecNameError at `span` (or the text's own)."""
     if not _NAME_PART.fullmatch(text):
         raise SpecNameError(

@@ -1823,6 +1823,10 @@ def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
 
 
 _VALUE_FIELD_TABLE_0 = struct.Struct(">B")
+_VALUE_FIELD_TABLE_1 = struct.Struct(">H")
+_VALUE_FIELD_TABLE_1_FIELDS = "field-value"
+_VALUE_FIELD_TABLE_2 = struct.Struct(">Bi")
+_VALUE_FIELD_TABLE_2_FIELDS = "field-value field-value"
 _FIELD_TABLE_SIZE = struct.Struct(">H")
 
 
@@ -1835,8 +1839,9 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     if size > end - at:
         raise _bad_length("field-table", at, size, end)
     stop = at + size
-    out = Table()
-    constructors = out.constructors
+    # made without Table.__init__ (a Python call per field-table): its constructors set here
+    out = dict.__new__(Table)
+    out.constructors = constructors = {}
     while at < stop:
         if at >= stop:
             raise DecodeError("field-table.key", at, "needs 1 bytes, 0 left")
@@ -1849,7 +1854,36 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
         if key_2 in out:
             raise DecodeError("field-table", at, f"key {key_2!r} twice")
         try:  # free until raised: field-tables may nest, and input may nest them endlessly
-            item, ctor, at = _decode_field_value(buf, at, stop)
+            if stop - at < 1:
+                raise DecodeError("field-value", at, f"needs 1 bytes, {stop - at} left")
+            ctor = buf[at]
+            at += 1
+            fixed = _FIELD_VALUE_FIXED.get(ctor)
+            if fixed is not None:  # one fixed-width number
+                number, width = fixed
+                if stop - at < width:
+                    raise _truncated(number, "field-value", at, stop)
+                (item,) = number.unpack_from(buf, at)
+                at += width
+            elif ctor == 83:  # S string
+                if stop - at < 2:
+                    raise _truncated(_VALUE_FIELD_TABLE_1, _VALUE_FIELD_TABLE_1_FIELDS, at, stop)
+                (value_len,) = _VALUE_FIELD_TABLE_1.unpack_from(buf, at)
+                at += 2
+                if value_len > stop - at:
+                    raise _bad_length("field-value", at, value_len, stop)
+                value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
+                at += value_len
+                item = value_2
+            elif ctor == 68:  # D decimal
+                if stop - at < 5:
+                    raise _truncated(_VALUE_FIELD_TABLE_2, _VALUE_FIELD_TABLE_2_FIELDS, at, stop)
+                value_3_scale, value_3_value = _VALUE_FIELD_TABLE_2.unpack_from(buf, at)
+                at += 5
+                value_3 = Decimal(value_3_value).scaleb(-value_3_scale)
+                item = value_3
+            else:
+                raise DecodeError("field-value", at - 1, f"no encoding has constructor {ctor}")
         except RecursionError:
             # nested past Python's stack: a DecodeError at the level where it ran out
             raise DecodeError("field-table", at, "nested deeper than the stack allows") from None
@@ -1874,56 +1908,15 @@ def _encode_field_table(value: dict[str, Any], out: list[bytes]) -> None:
 
 
 _VALUE_FIELD_VALUE_0 = struct.Struct(">H")
-_VALUE_FIELD_VALUE_0_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_1 = struct.Struct(">i")
-_VALUE_FIELD_VALUE_1_FIELDS = "field-value"
-_VALUE_FIELD_VALUE_2 = struct.Struct(">Bi")
-_VALUE_FIELD_VALUE_2_FIELDS = "field-value field-value"
-_VALUE_FIELD_VALUE_3 = struct.Struct(">I")
-_VALUE_FIELD_VALUE_3_FIELDS = "field-value"
+_VALUE_FIELD_VALUE_1 = struct.Struct(">Bi")
 _FIELD_VALUE_CONSTRUCTOR = struct.Struct(">B")
 
-
-def _decode_field_value(buf: Buffer, at: int, end: int) -> tuple[Any, int, int]:
-    """A field-value: a constructor, then the value in the encoding it names. Returns the value,
-    the constructor and the next offset."""
-    if end - at < 1:
-        raise DecodeError("field-value", at, f"needs 1 bytes, {end - at} left")
-    ctor = buf[at]
-    at += 1
-    value: Any
-    if ctor == 83:  # S string
-        if end - at < 2:
-            raise _truncated(_VALUE_FIELD_VALUE_0, _VALUE_FIELD_VALUE_0_FIELDS, at, end)
-        (value_len,) = _VALUE_FIELD_VALUE_0.unpack_from(buf, at)
-        at += 2
-        if value_len > end - at:
-            raise _bad_length("field-value", at, value_len, end)
-        value_2 = str(buf[at : at + value_len], "utf-8", "surrogateescape")
-        at += value_len
-        value = value_2
-    elif ctor == 73:  # I integer
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_1, _VALUE_FIELD_VALUE_1_FIELDS, at, end)
-        (value_3,) = _VALUE_FIELD_VALUE_1.unpack_from(buf, at)
-        at += 4
-        value = value_3
-    elif ctor == 68:  # D decimal
-        if end - at < 5:
-            raise _truncated(_VALUE_FIELD_VALUE_2, _VALUE_FIELD_VALUE_2_FIELDS, at, end)
-        value_4_scale, value_4_value = _VALUE_FIELD_VALUE_2.unpack_from(buf, at)
-        at += 5
-        value_4 = Decimal(value_4_value).scaleb(-value_4_scale)
-        value = value_4
-    elif ctor == 84:  # T time
-        if end - at < 4:
-            raise _truncated(_VALUE_FIELD_VALUE_3, _VALUE_FIELD_VALUE_3_FIELDS, at, end)
-        (value_5,) = _VALUE_FIELD_VALUE_3.unpack_from(buf, at)
-        at += 4
-        value = value_5
-    else:
-        raise DecodeError("field-value", at - 1, f"no encoding has constructor {ctor}")
-    return value, ctor, at
+_FIELD_VALUE_FIXED: dict[int, tuple[struct.Struct, int]] = {
+    73: (struct.Struct(">i"), 4),  # I integer
+    84: (struct.Struct(">I"), 4),  # T time
+}
+"""Constructor -> struct and width, for the field-values that are one fixed-width number:
+one lookup reads any of them, where a branch each would test them one by one."""
 
 
 def _fits_field_value(ctor: int, value: Any) -> bool:
@@ -1958,17 +1951,16 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
         else:
             raise EncodeError("field-value", f"no encoding for a {type(value).__name__}")
     parts.append(_FIELD_VALUE_CONSTRUCTOR.pack(ctor))
-    if ctor == 83:  # S string
+    fixed = _FIELD_VALUE_FIXED.get(ctor)
+    if fixed is not None:  # one fixed-width number
+        parts.append(fixed[0].pack(value))
+    elif ctor == 83:  # S string
         value_raw = value.encode("utf-8", "surrogateescape")
         parts.append(_VALUE_FIELD_VALUE_0.pack(len(value_raw)))
         parts.append(value_raw)
-    elif ctor == 73:  # I integer
-        parts.append(_VALUE_FIELD_VALUE_1.pack(value))
     elif ctor == 68:  # D decimal
-        value_4_parts = _decimal_parts(value)
-        parts.append(_VALUE_FIELD_VALUE_2.pack(value_4_parts[0], value_4_parts[1]))
-    elif ctor == 84:  # T time
-        parts.append(_VALUE_FIELD_VALUE_3.pack(value))
+        value_3_parts = _decimal_parts(value)
+        parts.append(_VALUE_FIELD_VALUE_1.pack(value_3_parts[0], value_3_parts[1]))
 
 
 _VALUE_MESSAGE_HEAD_0 = struct.Struct(">IBBIB")
