@@ -300,7 +300,10 @@ def parser() -> argparse.ArgumentParser:
         help="where the page goes (default: OUT_DIR/report.html, replaced)",
     )
     p_report.add_argument(
-        "--master", metavar="URL", help="Spark master URL (default: local[*], every core)"
+        "--master",
+        metavar="URL",
+        help="Spark master URL (default: local[*], every core; without it, a capture folder of "
+        "at most one range's bytes decodes in this process, no Spark)",
     )
     p_report.add_argument(
         "--json",
@@ -341,7 +344,10 @@ def parser() -> argparse.ArgumentParser:
         help="the folder for frames/ and rejects/",
     )
     p_decode.add_argument(
-        "--master", metavar="URL", help="Spark master URL (default: local[*], every core)"
+        "--master",
+        metavar="URL",
+        help="Spark master URL (default: local[*], every core; without it, a capture folder of "
+        "at most one range's bytes decodes in this process, no Spark)",
     )
     p_decode.add_argument(
         "--overwrite",

@@ -66,7 +66,8 @@ def decoded(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, 
     out = tmp_path_factory.mktemp("amqp010-sample") / "out"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["decode", "amqp-0-10", str(SAMPLE), "--out", str(out)])
+        # a master named: without one a capture this small decodes without Spark
+        code = main(["decode", "amqp-0-10", str(SAMPLE), "--out", str(out), "--master", "local[*]"])
     frames = pq.read_table(out / "frames").to_pylist()
     rejects = pq.read_table(out / "rejects").num_rows
     return code, buf.getvalue(), frames, rejects

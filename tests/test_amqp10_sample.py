@@ -48,7 +48,8 @@ def decoded(spark: Any, out: Path) -> tuple[int, str, list[dict[str, Any]], int]
     """`specgen decode amqp-1-0` in this process: it runs on the test run's Spark session."""
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["decode", "amqp-1-0", str(SAMPLE), "--out", str(out)])
+        # a master named: without one a capture this small decodes without Spark
+        code = main(["decode", "amqp-1-0", str(SAMPLE), "--out", str(out), "--master", "local[*]"])
     frames = pq.read_table(out / "frames").to_pylist()
     rejects = pq.read_table(out / "rejects").num_rows
     return code, buf.getvalue(), frames, rejects

@@ -434,7 +434,9 @@ def spark_out(
 ) -> Iterator[tuple[Path, decode.Result, list[str]]]:
     out = tmp_path_factory.mktemp("spark") / "out"
     lines: list[str] = []
-    result = decode.run("rabbitmq-stream", captures.root, out, target=RANGE, echo=lines.append)
+    result = decode.run(
+        "rabbitmq-stream", captures.root, out, "local[*]", target=RANGE, echo=lines.append
+    )
     yield out, result, lines
 
 

@@ -136,7 +136,7 @@ def test_a_killed_python_worker_costs_a_retry_not_the_run(
     spark: Any, capture: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     quiet = tmp_path / "undisturbed"
-    decode.run("rabbitmq-stream", capture, quiet, target=RANGE, echo=lambda _: None)
+    decode.run("rabbitmq-stream", capture, quiet, "local[*]", target=RANGE, echo=lambda _: None)
     capfd.readouterr()
     out = tmp_path / "disturbed"
 
@@ -148,7 +148,9 @@ def test_a_killed_python_worker_costs_a_retry_not_the_run(
 
     # twice, a while apart: one kill may still land as a task ends; no task fails 4 times
     with killing(decoding, most=2, gap=0.3) as killed:
-        result = decode.run("rabbitmq-stream", capture, out, target=RANGE, echo=lambda _: None)
+        result = decode.run(
+            "rabbitmq-stream", capture, out, "local[*]", target=RANGE, echo=lambda _: None
+        )
     assert killed, "no Python worker was running to kill"
     err = capfd.readouterr().err
     assert "failed task attempt" in err and "tried again" in err, err[-3000:]
@@ -171,7 +173,9 @@ def test_a_run_that_cannot_finish_is_marked_and_report_refuses_it(
 
     with killing(decoding_workers) as killed:
         with pytest.raises(DecodeJobError) as failed:
-            decode.run("rabbitmq-stream", capture, out, target=RANGE, echo=lambda _: None)
+            decode.run(
+                "rabbitmq-stream", capture, out, "local[*]", target=RANGE, echo=lambda _: None
+            )
     assert len(killed) >= 4
     said = str(failed.value)
     assert re.fullmatch(r"Task \S+ in stage \S+ failed 4 times, the last time: .+", said), said
@@ -215,6 +219,6 @@ def test_a_lost_executor_on_a_standalone_cluster_costs_a_retry_not_the_run(
     assert "\tat " not in proc.stderr, "a Java stack trace reached the console"
     assert "tried again" in proc.stderr, proc.stderr[-3000:]
     local = tmp_path / "local-out"
-    decode.run("rabbitmq-stream", capture, local, target=RANGE, echo=lambda _: None)
+    decode.run("rabbitmq-stream", capture, local, "local[*]", target=RANGE, echo=lambda _: None)
     for name in ("frames", "rejects"):
         assert table(out / name).equals(table(local / name)), name

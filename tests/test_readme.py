@@ -50,7 +50,7 @@ def test_the_frames_figure(protocol: str, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_the_decode_of_the_shipped_sample(tmp_path: Path) -> None:
-    shown = _after("specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample", 19)
+    shown = _after("specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample", 20)
     (last,) = _after(
         "specgen decode rabbitmq-stream samples/rabbitmq-stream --out out/sample --overwrite"
         " | tail -1",
@@ -58,7 +58,8 @@ def test_the_decode_of_the_shipped_sample(tmp_path: Path) -> None:
     )
     lines: list[str] = []
     out = tmp_path / "sample"
-    decode.decode_local("rabbitmq-stream", SAMPLES / "rabbitmq-stream", out, echo=lines.append)
+    # no master: the sample is one range's bytes at most, so this runs in this process
+    decode.run("rabbitmq-stream", SAMPLES / "rabbitmq-stream", out, echo=lines.append)
     printed = [ln.replace(str(out), "out/sample") for ln in lines]
     assert printed == shown
     assert printed[-1] == last

@@ -44,6 +44,8 @@ def test_decode_on_a_standalone_cluster_equals_local(
     assert list(work.glob("app-*/*/stderr"))
 
     local = tmp_path / "local-out"
-    decode.run("rabbitmq-stream", captures.root, local, target=RANGE, echo=lambda _: None)
+    decode.run(
+        "rabbitmq-stream", captures.root, local, "local[*]", target=RANGE, echo=lambda _: None
+    )
     assert rows(out / "frames") == rows(local / "frames")
     assert rows(out / "rejects") == rows(local / "rejects")

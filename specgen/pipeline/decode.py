@@ -301,6 +301,17 @@ def run(
     # as it was), then Spark tasks walk the byte files: the walk is a tenth of the work, and
     # done here it would leave all but one core idle meanwhile
     checked = inputs(protocol, input_dir, out, overwrite, verify_checksums)
+    size = sum(s.size for s in checked.inventory.streams)
+    if master is None and size <= target:
+        # A capture of at most one range's bytes decodes in this process in about the time
+        # Spark takes to start (a 32 MiB range: 2-3 s, Spark 3-4 s and its JVM's first jobs);
+        # both ways write the same tables (tests/test_decode_columns.py). A master named,
+        # even local[*], is Spark.
+        echo(
+            f"decoding in this process: {size:,} bytes, at most one range ({target:,}), where "
+            "Spark's start-up would cost more than it saves; --master local[*] uses Spark"
+        )
+        return _in_process(checked, target, echo, marked)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
     progress = Progress("decode")
@@ -395,7 +406,15 @@ def decode_local(
     verify_checksums: bool = True,
 ) -> Result:
     """The same decoding in this process, written with pyarrow: no Spark, no JVM."""
-    job = prepare(protocol, input_dir, out, overwrite, target, verify_checksums)
+    return _in_process(inputs(protocol, input_dir, out, overwrite, verify_checksums), target, echo)
+
+
+def _in_process(checked: Inputs, target: int, echo: Echo, marked: bool = False) -> Result:
+    """`decode_local` of checked inputs; with `marked`, the caller marked `out` unfinished and
+    finishes it itself."""
+    with collector.paused():  # the walk reads every frame header
+        job = checked.plan(target)
+    input_dir, out = checked.input_dir, checked.out
     for line in job.summary():
         echo(line)
     paths = {"frames": out / "frames", "rejects": out / "rejects"}
@@ -418,7 +437,8 @@ def decode_local(
         result = Result.of(check(job.files(), paths["frames"], paths["rejects"]), job.found)
     for line in result.lines(out):
         echo(line)
-    unfinished.finish(out)
+    if not marked:
+        unfinished.finish(out)
     return result
 
 
