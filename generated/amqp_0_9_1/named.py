@@ -44,8 +44,6 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     out = dict.__new__(Table)
     out.constructors = constructors = {}
     while at < stop:
-        if at >= stop:
-            raise DecodeError("table.key", at, "needs 1 bytes, 0 left")
         key_len = buf[at]
         at += 1
         if key_len > stop - at:

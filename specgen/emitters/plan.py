@@ -121,6 +121,9 @@ class Run:
     # "decode": read by a container's loop, never written (a byte needs no struct); "encode": a
     # constructor choice's, written by its encode, read by its containers' own runs
     only: Literal["", "decode", "encode"] = ""
+    # decode: a byte run whose byte the caller has already seen is there (a container's loop
+    # runs while `at < stop`), so it reads it without a check of its own
+    present: bool = False
 
     @property
     def fmt(self) -> str:
@@ -1605,6 +1608,9 @@ class Planner:
         )
         if key is not None:
             plan.key_steps, plan.key_local = self._value(key, f"{label}.key", "key", "stop", "Key")
+            first = plan.key_steps[0] if plan.key_steps else None
+            if isinstance(first, Run) and first.byte:
+                first.present = True  # the loop's `while at < stop` holds its byte
         item_label = f"{label}[]"
         if isinstance(item, Ref):
             target = self.protocol.named_type(item.name)

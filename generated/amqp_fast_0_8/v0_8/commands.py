@@ -1843,8 +1843,6 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     out = dict.__new__(Table)
     out.constructors = constructors = {}
     while at < stop:
-        if at >= stop:
-            raise DecodeError("field-table.key", at, "needs 1 bytes, 0 left")
         key_len = buf[at]
         at += 1
         if key_len > stop - at:
