@@ -300,10 +300,7 @@ def parser() -> argparse.ArgumentParser:
         help="where the page goes (default: OUT_DIR/report.html, replaced)",
     )
     p_report.add_argument(
-        "--master",
-        metavar="URL",
-        help="Spark master URL (default: local[*], every core; without it, a capture folder of "
-        "at most one range's bytes decodes in this process, no Spark)",
+        "--master", metavar="URL", help="Spark master URL (default: local[*], every core)"
     )
     p_report.add_argument(
         "--json",
@@ -346,8 +343,8 @@ def parser() -> argparse.ArgumentParser:
     p_decode.add_argument(
         "--master",
         metavar="URL",
-        help="Spark master URL (default: local[*], every core; without it, a capture folder of "
-        "at most one range's bytes decodes in this process, no Spark)",
+        help="Spark master URL (default: local[*], every core; without it, input of at most one "
+        "range's bytes decodes in this process, no Spark)",
     )
     p_decode.add_argument(
         "--overwrite",

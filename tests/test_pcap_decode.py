@@ -76,7 +76,7 @@ def _decode(
         "rabbitmq-stream",
         files,
         out,
-        None,
+        "local[*]",  # the Spark stages: without a master a pcap this small runs in-process
         False,
         frozenset(),
         echo=(lines.append if lines is not None else lambda _: None),
@@ -290,7 +290,7 @@ def _decode_file(capture: Path, out: Path, lines: list[str]) -> Any:
         "rabbitmq-stream",
         pcap_job.find(capture),
         out,
-        None,
+        "local[*]",  # the Spark stages, as `_decode`
         False,
         frozenset(),
         echo=lines.append,
@@ -412,3 +412,39 @@ def test_a_capture_file_that_does_not_add_up_fails_the_reconciliation(tmp_path: 
     problems = pcap_job.reconcile_files([f], streams, lines.append)
     assert problems == {"a.pcap": f"{size - 16:,} bytes accounted for, its size is {size:,}"}
     assert "FAILED" in lines[-1]
+
+
+def test_a_pcap_of_one_range_without_a_master_decodes_without_spark_to_the_same_output(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --master and at most one range's bytes of pcap: both stages' functions and the
+    decode run in this process, and write the byte files and tables Spark writes."""
+    from specgen.pipeline import spark as spark_module
+
+    pcap_file = Path(__file__).resolve().parent.parent / "samples" / "pcap" / "amqp-0-10.pcap"
+    files = pcap_job.find(pcap_file)
+    on_spark, here = tmp_path / "spark", tmp_path / "here"
+    pcap_job.run("amqp-0-10", files, on_spark, "local[*]", False, frozenset(), echo=print)
+
+    def no_spark(master: str | None = None) -> None:
+        raise AssertionError(f"Spark started ({master})")
+
+    monkeypatch.setattr(spark_module, "session", no_spark)
+    lines: list[str] = []
+    result = pcap_job.run("amqp-0-10", files, here, None, False, frozenset(), echo=lines.append)
+    assert result.reconciled and result.frames > 1000, lines
+    assert lines[1].startswith("decoding in this process: ") and "bytes of pcap" in lines[1]
+    assert sum(line.startswith("decoding in this process: ") for line in lines) == 2, lines
+
+    def files_of(out: Path) -> dict[str, bytes]:
+        root = out / "streams"
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+
+    assert files_of(here) == files_of(on_spark)
+    order = ("capture", "connection", "direction", "offset")
+    for table, key in (("frames", order), ("rejects", (*order, "kind"))):
+        ours, theirs = (pq.read_table(d / table) for d in (here, on_spark))
+        by = [(k, "ascending") for k in key]
+        assert ours.sort_by(by).equals(theirs.sort_by(by)), table

@@ -22,6 +22,10 @@ whole file, so the job has two Spark stages before the ordinary decode:
    `<name>@<offset>`), so no frame is ever stitched across missing bytes; the decoder
    resynchronises at its start as it does for any capture that starts mid-stream.
 
+Without `--master`, a pcap input of at most one range's bytes (`--range-size`) runs both
+stages' functions in this process, one task after another (`here`), and then the ordinary
+decode, in this process too: Spark would start for longer than they take.
+
 Each gap becomes a reject of kind "gap" (its length is the missing bytes, its TCP sequence
 range is in the error text, it holds no bytes), and the pcap reconciliation checks, per
 direction: TCP payload bytes = bytes in frames + bytes in rejects + retransmitted duplicates,
@@ -38,7 +42,7 @@ import json
 import shutil
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -51,6 +55,7 @@ from specgen.pipeline import collector, decode, openings, pcap, reassembly, reco
 from specgen.pipeline.columns import REJECTS_SCHEMA
 from specgen.pipeline.decode import Echo, Result
 from specgen.pipeline.inputs import DecodeInputError
+from specgen.pipeline.ranges import TARGET
 from specgen.progress import Progress
 from specgen.registry import SpecVersion
 from specgen.registry import find as find_spec
@@ -530,29 +535,49 @@ class Streams:
         return sum(sum(d["gap_lengths"]) for d in self.directions)
 
 
-def reassemble_on_spark(
-    spark: Any, files: list[CaptureFile], out: Path, ports: frozenset[int]
+Tasks = Callable[[Callable[[Iterable[Any]], Iterator[Any]], int, str], list[dict[str, Any]]]
+"""How a stage's tasks run: `(function, n, ddl)` -> the rows the function gives for the task
+numbers 0..n-1 (mapInArrow's function: batches whose first column holds the numbers)."""
+
+
+def on_spark(spark: Any) -> Tasks:
+    """A stage's tasks as Spark tasks: partition k of spark.range holds k alone, and its task
+    runs the k-th item of the list that travels with the function (no Python RDD, whose rows a
+    second Python worker would feed)."""
+
+    def run(fn: Callable[[Iterable[Any]], Iterator[Any]], n: int, ddl: str) -> list[dict[str, Any]]:
+        ids = spark.range(0, n, 1, numPartitions=max(1, n))
+        return [r.asDict() for r in ids.mapInArrow(fn, ddl).collect()]
+
+    return run
+
+
+def here(fn: Callable[[Iterable[Any]], Iterator[Any]], n: int, ddl: str) -> list[dict[str, Any]]:
+    """A stage's tasks one after another in this process: the same functions, the same rows."""
+    ids = pa.record_batch([pa.array(range(n), pa.int64())], names=["id"])
+    return [row for batch in fn([ids]) for row in batch.to_pylist()]
+
+
+def reassemble(
+    tasks: Tasks, cores: int, files: list[CaptureFile], out: Path, ports: frozenset[int]
 ) -> Streams:
-    """Stages 1 and 2: OUT/streams holds the byte files afterwards."""
+    """Stages 1 and 2, their tasks run by `tasks` on `cores` cores: OUT/streams holds the byte
+    files afterwards."""
     streams_dir = (out / STREAMS).resolve()
     shutil.rmtree(streams_dir, ignore_errors=True)
     streams_dir.mkdir(parents=True)
     segments_dir = streams_dir / SEGMENTS_DIR
     # a few ranges per core even for a small capture (one 64 MiB range and a 36 MiB one
     # leave a core idle for half of stage 1), none below MIN_RANGE
-    cores = spark.sparkContext.defaultParallelism
     total = sum(f.size for f in files)
-    tasks = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // (4 * max(1, cores)))))
+    planned = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // (4 * max(1, cores)))))
     # largest ranges first (a compressed file is one range of unknown size: first of all)
-    order = sorted(range(len(tasks)), key=lambda i: tasks[i][2] - tasks[i][3])
-    # partition k of spark.range holds k alone: its task reads the k-th range of `todo`, which
-    # travels with the function (no Python RDD, whose rows a second Python worker would feed)
-    todo = [(i, *tasks[i]) for i in order]
-    ranges = spark.range(0, len(todo), 1, numPartitions=max(1, len(todo)))
+    order = sorted(range(len(planned)), key=lambda i: planned[i][2] - planned[i][3])
+    todo = [(i, *planned[i]) for i in order]
     try:
-        rows = ranges.mapInArrow(
-            functools.partial(stage1, ports, str(segments_dir), todo), SEGMENTS_DDL
-        ).collect()
+        rows = tasks(
+            functools.partial(stage1, ports, str(segments_dir), todo), len(todo), SEGMENTS_DDL
+        )
         by_file: dict[str, FileCounts] = {}
         packets = skipped = 0
         sizes: dict[int, int] = {}
@@ -577,16 +602,13 @@ def reassemble_on_spark(
         buckets = sorted(sizes, key=lambda b: (-sizes[b], b))
         directions: list[dict[str, Any]] = []
         if buckets:
-            grouped = spark.range(0, len(buckets), 1, numPartitions=len(buckets))
-            directions = [
-                r.asDict()
-                for r in grouped.mapInArrow(
-                    functools.partial(
-                        stage2_buckets, str(streams_dir), str(segments_dir), ports, buckets
-                    ),
-                    STREAMS_DDL,
-                ).collect()
-            ]
+            directions = tasks(
+                functools.partial(
+                    stage2_buckets, str(streams_dir), str(segments_dir), ports, buckets
+                ),
+                len(buckets),
+                STREAMS_DDL,
+            )
     finally:
         shutil.rmtree(segments_dir, ignore_errors=True)
     return Streams(packets, skipped, n_segments, directions, by_file, damage)
@@ -733,20 +755,33 @@ def run(
         f"pcap: {len(files)} capture file{'s' if len(files) != 1 else ''} "
         f"({total:,} bytes), TCP ports {', '.join(map(str, sorted(ports)))}"
     )
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-    from pyspark.errors import PySparkException
-
     progress = Progress("decode")
-    spark = start(master, progress)  # an environment error (exit 2) before any job runs
-    unfinished.mark(out, "decode")  # until the last reject is written (see `unfinished`)
-    before = jobs(spark)
-    try:
-        progress.line(f"reading packets and reassembling TCP ({total:,} bytes of pcap)")
-        with tasks_done(spark, progress, "tasks"):
-            streams = reassemble_on_spark(spark, files, out, ports)
-    except (PySparkException, Py4JError) as e:
-        raise decode.DecodeJobError(decode.first_line(e)) from None
-    retries(spark, before, progress)
+    target = decode_options.get("target", TARGET)
+    if master is None and total <= target:
+        # as decode does for a capture folder of at most one range (decode.run): the stages'
+        # own functions, in this process, where Spark would start for longer than they run
+        echo(
+            f"decoding in this process: {total:,} bytes of pcap, at most one range ({target:,}), "
+            "where Spark's start-up would cost more than it saves; --master local[*] uses Spark"
+        )
+        unfinished.mark(out, "decode")
+        with collector.paused():
+            streams = reassemble(here, 1, files, out, ports)
+    else:
+        from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+        from pyspark.errors import PySparkException
+
+        spark = start(master, progress)  # an environment error (exit 2) before any job runs
+        unfinished.mark(out, "decode")  # until the last reject is written (see `unfinished`)
+        before = jobs(spark)
+        try:
+            progress.line(f"reading packets and reassembling TCP ({total:,} bytes of pcap)")
+            with tasks_done(spark, progress, "tasks"):
+                cores = spark.sparkContext.defaultParallelism
+                streams = reassemble(on_spark(spark), cores, files, out, ports)
+        except (PySparkException, Py4JError) as e:
+            raise decode.DecodeJobError(decode.first_line(e)) from None
+        retries(spark, before, progress)
     echo(
         f"pcap: {streams.packets:,} packets: {streams.segments:,} TCP segments of those ports, "
         f"{streams.skipped:,} other packets; {len(streams.directions):,} directions reassembled"
