@@ -288,10 +288,12 @@ def run(
     verify_checksums: bool = True,
     marked: bool = False,
 ) -> Result:
-    """Decode with Spark on `master` (default local[*]); see the module docstring. Frames whose
-    checksums do not match their bytes are rejects, unless `verify_checksums` is False. `out`
-    is marked unfinished (`unfinished`) from the first table written until the last is
-    reconciled; with `marked`, the caller marked it and finishes it itself."""
+    """Decode with Spark on `master` (default local[*]; without one, input of at most one range
+    of `target` bytes decodes in this process, as `decode_local` does); see the module
+    docstring. Frames whose checksums do not match their bytes are rejects, unless
+    `verify_checksums` is False. `out` is marked unfinished (`unfinished`) from the first table
+    written until the last is reconciled; with `marked`, the caller marked it and finishes it
+    itself."""
     from py4j.protocol import Py4JError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
@@ -305,7 +307,7 @@ def run(
     if master is None and size <= target:
         # A capture of at most one range's bytes decodes in this process in about the time
         # Spark takes to start (a 32 MiB range: 2-3 s, Spark 3-4 s and its JVM's first jobs);
-        # both ways write the same tables (tests/test_decode_columns.py). A master named,
+        # both ways write the same tables (tests/test_decode_usability.py). A master named,
         # even local[*], is Spark.
         echo(
             f"decoding in this process: {size:,} bytes, at most one range ({target:,}), where "
