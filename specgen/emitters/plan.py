@@ -421,9 +421,8 @@ class NamedPlan:
     item: RefStep | None = None  # map value / array item when it is a named type
     item_steps: list[object] = field(default_factory=list)  # else: its steps
     item_local: str = ""
-    # map/array whose item is a constructor choice: its cases, read in the loop itself (no call
-    # per item), and the choice's own plan (its name, constructor width and fixed numbers)
-    inline: list[ChoiceCase] = field(default_factory=list)
+    # map/array whose item is a constructor choice: the choice, planned for the loop to read
+    # itself (no call per item)
     choice: NamedPlan | None = None
     cases: list[ChoiceCase] = field(default_factory=list)
     ctor_code: str = ""
@@ -1619,10 +1618,9 @@ class Planner:
             if isinstance(target, Choice):
                 node = next(x for x in self.protocol.named if x.name == item.name)
                 first = len(self.runs)
-                choice = self._choice(node, target, "stop")
+                plan.choice = self._choice(node, target, "stop")
                 for run in self.runs[first:]:
                     run.only = "decode"
-                plan.choice, plan.inline = choice, [c for c in choice.cases if not c.fixed_code]
         else:
             plan.item_steps, plan.item_local = self._value(item, item_label, "item", "stop", "Item")
         plan.runs = self.runs

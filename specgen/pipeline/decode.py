@@ -303,16 +303,9 @@ def run(
     # as it was), then Spark tasks walk the byte files: the walk is a tenth of the work, and
     # done here it would leave all but one core idle meanwhile
     checked = inputs(protocol, input_dir, out, overwrite, verify_checksums)
-    size = sum(s.size for s in checked.inventory.streams)
-    if master is None and size <= target:
-        # A capture of at most one range's bytes decodes in this process in about the time
-        # Spark takes to start (a 32 MiB range: 2-3 s, Spark 3-4 s and its JVM's first jobs);
-        # both ways write the same tables (tests/test_decode_usability.py). A master named,
-        # even local[*], is Spark.
-        echo(
-            f"decoding in this process: {size:,} bytes, at most one range ({target:,}), where "
-            "Spark's start-up would cost more than it saves; --master local[*] uses Spark"
-        )
+    here = without_spark(master, sum(s.size for s in checked.inventory.streams), target)
+    if here is not None:
+        echo(here)
         return _in_process(checked, target, echo, marked)
     # absolute: executors on a cluster do not run in this process's folder
     dirs = {name: (out / name).resolve() for name in ("frames", "rejects")}
@@ -396,6 +389,20 @@ def run(
     if not marked:
         unfinished.finish(out)
     return result
+
+
+def without_spark(master: str | None, size: int, target: int, what: str = "bytes") -> str | None:
+    """The line saying input of `size` bytes (of `what`) decodes in this process, or None where
+    it goes to Spark. Input of at most one range's bytes decodes here in about the time Spark
+    takes to start (a 32 MiB range: 2-3 s; Spark 3-4 s and its JVM's first jobs); both ways
+    write the same tables (tests/test_decode_usability.py, tests/test_pcap_decode.py). A master
+    named, even local[*], is Spark."""
+    if master is not None or size > target:
+        return None
+    return (
+        f"decoding in this process: {size:,} {what}, at most one range ({target:,}), where "
+        "Spark's start-up would cost more than it saves; --master local[*] uses Spark"
+    )
 
 
 def decode_local(
@@ -610,4 +617,4 @@ def first_line(e: Exception) -> str:
     return text.rstrip(": ")[:500]
 
 
-__all__ = ["DecodeInputError", "DecodeJobError", "Result", "decode_local", "run"]
+__all__ = ["DecodeInputError", "DecodeJobError", "Result", "decode_local", "run", "without_spark"]

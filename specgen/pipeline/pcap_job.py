@@ -755,22 +755,18 @@ def run(
         f"pcap: {len(files)} capture file{'s' if len(files) != 1 else ''} "
         f"({total:,} bytes), TCP ports {', '.join(map(str, sorted(ports)))}"
     )
-    progress = Progress("decode")
-    target = decode_options.get("target", TARGET)
-    if master is None and total <= target:
-        # as decode does for a capture folder of at most one range (decode.run): the stages'
-        # own functions, in this process, where Spark would start for longer than they run
-        echo(
-            f"decoding in this process: {total:,} bytes of pcap, at most one range ({target:,}), "
-            "where Spark's start-up would cost more than it saves; --master local[*] uses Spark"
-        )
+    in_process = decode.without_spark(
+        master, total, decode_options.get("target", TARGET), "bytes of pcap"
+    )
+    if in_process is not None:  # the stages' own functions, one task after another
+        echo(in_process)
         unfinished.mark(out, "decode")
-        with collector.paused():
-            streams = reassemble(here, 1, files, out, ports)
+        streams = reassemble(here, 1, files, out, ports)
     else:
         from py4j.protocol import Py4JError  # type: ignore[import-untyped]
         from pyspark.errors import PySparkException
 
+        progress = Progress("decode")
         spark = start(master, progress)  # an environment error (exit 2) before any job runs
         unfinished.mark(out, "decode")  # until the last reject is written (see `unfinished`)
         before = jobs(spark)
