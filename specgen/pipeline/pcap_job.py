@@ -179,7 +179,7 @@ BUCKETS = 64
 reassembles one bucket (every connection in it, whole)."""
 
 SEGMENTS_DIR = ".segments"
-"""OUT/streams/.segments/<bucket>/<range>.parquet: stage 1's segment rows, read by stage 2 and
+"""OUT/streams/.segments/<bucket>/<range>.arrow: stage 1's segment rows, read by stage 2 and
 removed after it (under OUT/streams, so --overwrite clears what a failed run left)."""
 
 
@@ -187,58 +187,6 @@ def bucket(capture: str, client: str, server: str) -> int:
     """A 4-tuple's bucket: the same in every Python process (str hashes are salted per
     process, a CRC is not)."""
     return zlib.crc32(f"{capture}\0{client}\0{server}".encode()) % BUCKETS
-
-
-def _segment_rows(
-    path: str, capture: str, start: int, end: int, ports: frozenset[int]
-) -> Iterator[dict[str, Any]]:
-    """The range's rows: its segments and damaged stretches in file order, then its counts."""
-    packets = skipped = 0
-    tally = pcap.Tally()
-    for item in pcap.scan(Path(path), start, end, tally):
-        if isinstance(item, records.Damage):
-            yield {
-                "kind": "damage",
-                "capture": capture,
-                "index": item.offset,
-                "payload": item.data,
-                "length": item.length,
-                "error": item.reason,
-            }
-            continue
-        packets += 1
-        seg = pcap.segment(item)
-        if seg is None or not ({seg.sport, seg.dport} & ports):
-            skipped += 1
-            continue
-        (client, server), direction = reassembly.connection_key(seg, ports)
-        yield {
-            "kind": "segment",
-            "capture": capture,
-            "index": seg.index,
-            "ts": seg.ts,
-            "client": _address(client),
-            "server": _address(server),
-            "direction": direction,
-            "seq": seg.seq,
-            "ack": seg.ack,
-            "ack_flag": seg.ack_flag,
-            "syn": seg.syn,
-            "fin": seg.fin,
-            "rst": seg.rst,
-            "payload": bytes(seg.payload),
-            "missing": seg.missing,
-        }
-    yield {
-        "kind": "counts",
-        "capture": capture,
-        "packets": packets,
-        "skipped": skipped,
-        "record_bytes": tally.record_bytes,
-        "damaged_bytes": tally.damaged_bytes,
-        "file_end": tally.end,
-        "error": tally.broken,
-    }
 
 
 def _append(columns: dict[str, list[Any]], row: dict[str, Any]) -> None:
@@ -257,8 +205,28 @@ def _endpoint(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-SEGMENT_COLUMNS = [name for name, _ in SEGMENT_FIELDS[:15]]  # kind .. missing
-SEGMENT_ROWS = pa.schema(SEGMENT_FIELDS[:15])
+SEGMENT_ROWS = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("index", pa.int64()),
+        ("ts", pa.float64()),
+        ("client", pa.string()),
+        ("server", pa.string()),
+        ("direction", pa.string()),
+        ("seq", pa.int64()),
+        ("ack", pa.int64()),
+        ("ack_flag", pa.bool_()),
+        ("syn", pa.bool_()),
+        ("fin", pa.bool_()),
+        ("rst", pa.bool_()),
+        ("payload", pa.binary()),
+        ("missing", pa.int64()),
+    ]
+)
+"""A segment file's rows (Arrow IPC, uncompressed): what stage 2 needs of each segment. Stage 2
+reads back every byte stage 1 writes, once, on the same machine: Parquet's encoding and
+compression cost more there than they save (measured: stage 1 + 2 on a 256 MiB pcap took
+6.2 s in one process with Parquet parts)."""
 
 
 def stage1(
@@ -268,8 +236,8 @@ def stage1(
     batches: Iterable[Any],
 ) -> Iterator[Any]:
     """mapInArrow's function for stage 1: numbers of ranges in `todo` (task, path, capture,
-    start, end) in; each range's segment rows written as
-    Parquet, a part per bucket (`bucket`) under `segments_dir`; out go its counts, its damaged
+    start, end) in; each range's segments written as
+    Arrow IPC files, one per bucket (`bucket`) under `segments_dir`; out go its counts, its damaged
     stretches and a row per bucket it wrote (index: the bucket, length: its payload bytes).
 
     The payloads never cross into the JVM: measured on a 1 GiB pcap, carrying them through
@@ -289,27 +257,11 @@ def _stage1(
         for k in batch.column(0).to_pylist():
             task, path, capture, start, end = todo[k]
             out: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
-            buckets: dict[int, dict[str, list[Any]]] = {}
-            sizes: dict[int, int] = {}
             writers: dict[int, Any] = {}
             try:
-                for found in _segment_rows(path, capture, start, end, ports):
-                    if found["kind"] != "segment":
-                        _append(out, found)
-                        continue
-                    b = bucket(found["capture"], found["client"], found["server"])
-                    columns = buckets.get(b)
-                    if columns is None:
-                        columns = buckets[b] = {name: [] for name in SEGMENT_COLUMNS}
-                    for name in SEGMENT_COLUMNS:
-                        columns[name].append(found[name])
-                    sizes[b] = sizes.get(b, 0) + len(found["payload"])
-                    if len(columns["kind"]) >= ROWS_PER_BATCH:
-                        _flush(writers, b, columns, segments_dir, task)
-                        buckets[b] = {name: [] for name in SEGMENT_COLUMNS}
-                for b, columns in buckets.items():
-                    if columns["kind"]:
-                        _flush(writers, b, columns, segments_dir, task)
+                sizes = _range_segments(
+                    ports, segments_dir, task, path, capture, start, end, out, writers
+                )
             finally:
                 for w in writers.values():
                     w.close()
@@ -318,15 +270,102 @@ def _stage1(
             yield pa.RecordBatch.from_pydict(out, schema=SEGMENTS)
 
 
+def _range_segments(
+    ports: frozenset[int],
+    segments_dir: str,
+    task: int,
+    path: str,
+    capture: str,
+    start: int,
+    end: int,
+    out: dict[str, list[Any]],
+    writers: dict[int, Any],
+) -> dict[int, int]:
+    """One range's segments onto their buckets' files (opened in `writers`), its damaged
+    stretches and then its counts onto `out`; the payload bytes per bucket."""
+    packets = skipped = 0
+    tally = pcap.Tally()
+    pending: dict[int, list[tuple[Any, ...]]] = {}
+    sizes: dict[int, int] = {}
+    # a 4-tuple's bucket, names and direction, worked out once: they depend on the addresses,
+    # the ports and (where the ports do not tell the server) the handshake flags alone
+    roles: dict[tuple[Any, ...], tuple[int, str, str, str]] = {}
+    for item in pcap.scan(Path(path), start, end, tally):
+        if isinstance(item, records.Damage):
+            _append(
+                out,
+                {
+                    "kind": "damage",
+                    "capture": capture,
+                    "index": item.offset,
+                    "payload": item.data,
+                    "length": item.length,
+                    "error": item.reason,
+                },
+            )
+            continue
+        packets += 1
+        seg = pcap.segment(item)
+        if seg is None or (seg.sport not in ports and seg.dport not in ports):
+            skipped += 1
+            continue
+        who = (seg.src, seg.sport, seg.dst, seg.dport, seg.syn, seg.ack_flag)
+        role = roles.get(who)
+        if role is None:
+            (client, server), way = reassembly.connection_key(seg, ports)
+            c, s = _address(client), _address(server)
+            role = roles[who] = (bucket(capture, c, s), c, s, way)
+        b, c, s, direction = role
+        rows = pending.get(b)
+        if rows is None:
+            rows = pending[b] = []
+        payload = bytes(seg.payload)
+        rows.append(
+            (seg.index, seg.ts, c, s, direction, seg.seq, seg.ack, seg.ack_flag, seg.syn,
+             seg.fin, seg.rst, payload, seg.missing)
+        )  # fmt: skip
+        sizes[b] = sizes.get(b, 0) + len(payload)
+        if len(rows) >= ROWS_PER_BATCH:
+            _flush(writers, b, capture, rows, segments_dir, task)
+            pending[b] = []
+    for b, rows in pending.items():
+        if rows:
+            _flush(writers, b, capture, rows, segments_dir, task)
+    _append(
+        out,
+        {
+            "kind": "counts",
+            "capture": capture,
+            "packets": packets,
+            "skipped": skipped,
+            "record_bytes": tally.record_bytes,
+            "damaged_bytes": tally.damaged_bytes,
+            "file_end": tally.end,
+            "error": tally.broken,
+        },
+    )
+    return sizes
+
+
 def _flush(
-    writers: dict[int, Any], b: int, columns: dict[str, list[Any]], folder: str, task: int
+    writers: dict[int, Any],
+    b: int,
+    capture: str,
+    rows: list[tuple[Any, ...]],
+    folder: str,
+    task: int,
 ) -> None:
-    """A batch of one bucket's rows onto the range's part of that bucket."""
+    """A batch of one bucket's rows onto the range's file of that bucket."""
     if b not in writers:
-        path = Path(folder) / f"{b:03d}" / f"{task:05d}.parquet"
+        path = Path(folder) / f"{b:03d}" / f"{task:05d}.arrow"
         path.parent.mkdir(parents=True, exist_ok=True)
-        writers[b] = pq.ParquetWriter(path, SEGMENT_ROWS)
-    writers[b].write_batch(pa.RecordBatch.from_pydict(columns, schema=SEGMENT_ROWS))
+        writers[b] = pa.ipc.new_file(str(path), SEGMENT_ROWS)
+    columns = [pa.array([capture] * len(rows), pa.string())]
+    types = SEGMENT_ROWS.types[1:]
+    columns += [
+        pa.array(values, t) for values, t in zip(zip(*rows, strict=True), types, strict=True)
+    ]
+    writers[b].write_batch(pa.RecordBatch.from_arrays(columns, schema=SEGMENT_ROWS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,19 +394,21 @@ def _stage2(streams_dir: str, ports: frozenset[int], parts: list[Path]) -> Itera
     # bucket's whole table beside them (nor a sorted copy of it)
     groups: dict[tuple[str, str, str], _Group] = {}
     for path in parts:
-        for batch in pq.ParquetFile(path).iter_batches(ROWS_PER_BATCH):  # SEGMENT_ROWS
-            c = batch.to_pydict()  # columns of Python values: no dict per row
-            for capture, client, server, direction, *fields in zip(
-                c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
-                c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"], c["payload"],
-                c["missing"], strict=True,
-            ):  # fmt: skip
-                key = (capture, client, server)
-                group = groups.get(key)
-                if group is None:
-                    ends = (_endpoint(client), _endpoint(server))
-                    group = groups[key] = _Group(capture, client, server, ends)
-                group.rows.append(_segment(group.ends, direction, *fields))
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source)  # SEGMENT_ROWS
+            for i in range(reader.num_record_batches):
+                c = reader.get_batch(i).to_pydict()  # columns of Python values: no dict per row
+                for capture, client, server, direction, *fields in zip(
+                    c["capture"], c["client"], c["server"], c["direction"], c["index"], c["ts"],
+                    c["seq"], c["ack"], c["ack_flag"], c["syn"], c["fin"], c["rst"],
+                    c["payload"], c["missing"], strict=True,
+                ):  # fmt: skip
+                    key = (capture, client, server)
+                    group = groups.get(key)
+                    if group is None:
+                        ends = (_endpoint(client), _endpoint(server))
+                        group = groups[key] = _Group(capture, client, server, ends)
+                    group.rows.append(_segment(group.ends, direction, *fields))
     for key in sorted(groups):
         group = groups.pop(key)
         group.rows.sort(key=attrgetter("index"))  # in order already: a check that costs O(n)
@@ -378,16 +419,17 @@ def stage2_buckets(
     streams_dir: str,
     segments_dir: str,
     ports: frozenset[int],
-    buckets: list[int],
+    tasks: list[list[int]],
     batches: Iterable[Any],
 ) -> Iterator[Any]:
-    """mapInArrow's function for stage 2: numbers of buckets in `buckets` in; each bucket's
-    parts (one per stage-1 range that had its segments) reassembled by `stage2`; one summary
-    row per reassembled direction out."""
+    """mapInArrow's function for stage 2: numbers of `tasks` (each a list of buckets) in; each
+    bucket's parts (one per stage-1 range that had its segments) reassembled by `stage2`; one
+    summary row per reassembled direction out."""
     for batch in batches:
-        for b in (buckets[k] for k in batch.column(0).to_pylist()):
-            folder = Path(segments_dir) / f"{b:03d}"
-            yield from stage2(streams_dir, ports, sorted(folder.glob("*.parquet")))
+        for k in batch.column(0).to_pylist():
+            for b in tasks[k]:
+                folder = Path(segments_dir) / f"{b:03d}"
+                yield from stage2(streams_dir, ports, sorted(folder.glob("*.arrow")))
 
 
 def _finish(streams: Path, group: _Group, ports: frozenset[int]) -> Iterator[Any]:
@@ -570,7 +612,8 @@ def reassemble(
     # a few ranges per core even for a small capture (one 64 MiB range and a 36 MiB one
     # leave a core idle for half of stage 1), none below MIN_RANGE
     total = sum(f.size for f in files)
-    planned = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // (4 * max(1, cores)))))
+    per_core = decode.TASKS_PER_CORE * max(1, cores)
+    planned = plan(files, max(MIN_RANGE, min(RANGE_TARGET, total // per_core)))
     # largest ranges first (a compressed file is one range of unknown size: first of all)
     order = sorted(range(len(planned)), key=lambda i: planned[i][2] - planned[i][3])
     todo = [(i, *planned[i]) for i in order]
@@ -598,15 +641,20 @@ def reassemble(
                 sizes[r["index"]] = sizes.get(r["index"], 0) + r["length"]
         damage.sort(key=lambda d: (d["capture"], d["index"]))
         n_segments = packets - skipped  # every packet read is a segment row or skipped
-        # one task per bucket that has segments, the largest first (as the ranges above)
-        buckets = sorted(sizes, key=lambda b: (-sizes[b], b))
+        # the buckets that have segments in a few bins per core (`decode.bins`: a Python task
+        # costs Spark a fixed share), the largest first (as the ranges above)
+        buckets = sorted(sizes)
+        tasks2 = [
+            [buckets[i] for i in b]
+            for b in decode.bins([sizes[b] for b in buckets], decode.TASKS_PER_CORE * cores)
+        ]
         directions: list[dict[str, Any]] = []
-        if buckets:
+        if tasks2:
             directions = tasks(
                 functools.partial(
-                    stage2_buckets, str(streams_dir), str(segments_dir), ports, buckets
+                    stage2_buckets, str(streams_dir), str(segments_dir), ports, tasks2
                 ),
-                len(buckets),
+                len(tasks2),
                 STREAMS_DDL,
             )
     finally:
