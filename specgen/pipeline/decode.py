@@ -25,10 +25,11 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import astuple, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
 from specgen import outdir
@@ -466,27 +467,76 @@ def walk_on_spark(spark: Any, target: int, codec: Codec, streams: list[Stream]) 
             TASKS_PER_CORE * spark.sparkContext.defaultParallelism,
         )
     ]
-    walked = (
-        spark.sparkContext.parallelize(tasks, len(tasks))
-        .flatMap(functools.partial(_walk_streams, codec.name, codec.verify_checksums, target))
-        .collect()
-    )
-    for i, found in sorted(walked, key=lambda item: item[0]):
-        if isinstance(found, str):
-            raise DecodeInputError(found)
-        out[i] = [Cut(*cut) for cut in found]
+    # the walk's rows as Arrow, as every other Spark task here gives them: a first Python RDD
+    # job costs a session about 0.7 s of start-up more than a job of the kind that follows
+    ids = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
+    walk = functools.partial(_walk_tasks, tasks, codec.name, codec.verify_checksums, target)
+    walked = ids.mapInArrow(walk, WALK_DDL).collect()
+    for row in sorted(walked, key=lambda r: r["index"]):  # a Row's .index is tuple.index
+        if row["error"] is not None:
+            raise DecodeInputError(row["error"])
+        out[row["index"]] = [
+            Cut(c["start"], c["end"], c["frames"], list(c["gap_starts"]), list(c["gap_lengths"]))
+            for c in row["cuts"]
+        ]
     return out
+
+
+WALK_SCHEMA = pa.schema(
+    [
+        ("index", pa.int64()),
+        ("error", pa.string()),
+        (
+            "cuts",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("start", pa.int64()),
+                        ("end", pa.int64()),
+                        ("frames", pa.int64()),
+                        ("gap_starts", pa.list_(pa.int64())),
+                        ("gap_lengths", pa.list_(pa.int64())),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
+"""A walk task's rows: a byte file's number and its cuts (`Cut`), or the input error it is."""
+WALK_DDL = (
+    "`index` BIGINT, `error` STRING, `cuts` ARRAY<STRUCT<`start`: BIGINT, `end`: BIGINT, "
+    "`frames`: BIGINT, `gap_starts`: ARRAY<BIGINT>, `gap_lengths`: ARRAY<BIGINT>>>"
+)
+
+
+def _walk_tasks(
+    tasks: list[list[tuple[int, Stream]]],
+    import_name: str,
+    verify_checksums: bool,
+    target: int,
+    batches: Iterator[Any],
+) -> Iterator[Any]:
+    """mapInArrow's function for the walk: numbers of `tasks` in, WALK_SCHEMA rows out."""
+    for batch in batches:
+        for k in batch.column(0).to_pylist():
+            rows = [
+                {"index": i, "error": found, "cuts": None}
+                if isinstance(found, str)
+                else {"index": i, "error": None, "cuts": [asdict(c) for c in found]}
+                for i, found in _walk_streams(import_name, verify_checksums, target, tasks[k])
+            ]
+            yield pa.RecordBatch.from_pylist(rows, schema=WALK_SCHEMA)
 
 
 def _walk_streams(
     import_name: str, verify_checksums: bool, target: int, streams: list[tuple[int, Stream]]
-) -> Iterator[tuple[int, Any]]:
-    """A walk task: (index, its cuts as tuples) per stream, or (index, the input error)."""
+) -> Iterator[tuple[int, list[Cut] | str]]:
+    """A walk task: (index, its cuts) per stream, or (index, the input error)."""
     framing = _codec(import_name, verify_checksums).framing
     with collector.paused():
         for i, stream in streams:
             try:
-                yield i, [astuple(cut) for cut in split(stream, framing, target)]
+                yield i, split(stream, framing, target)
             except DecodeInputError as e:
                 yield i, str(e)
 
