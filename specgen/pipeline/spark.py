@@ -27,7 +27,7 @@ from urllib.parse import urlparse, urlsplit
 from pyspark.sql import SparkSession
 
 from specgen.locations import CHECKOUT
-from specgen.pipeline import interrupt
+from specgen.pipeline import interrupt, jvm_archive
 from specgen.progress import Progress, seconds
 
 DEFAULT_MASTER = "local[*]"
@@ -161,7 +161,11 @@ def session(master: str | None = None) -> SparkSession:
     java_options = [*JAVA_OPTIONS]
     if LOG4J.exists():
         java_options.append(f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
-    builder = builder.config("spark.driver.extraJavaOptions", " ".join(java_options))
+    # local mode: the driver's JVM is the whole of Spark; its classes mapped from an archive
+    cds = jvm_archive.plan() if master.startswith("local") else jvm_archive.Plan([])
+    builder = builder.config(
+        "spark.driver.extraJavaOptions", " ".join([*java_options, *cds.options])
+    )
     builder = builder.config("spark.executor.extraJavaOptions", " ".join(JAVA_OPTIONS))
     if os.environ.get("SPARK_LOCAL_IP") == "127.0.0.1":
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
@@ -173,11 +177,22 @@ def session(master: str | None = None) -> SparkSession:
     if main:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        spark = builder.getOrCreate()
+        try:
+            spark = builder.getOrCreate()
+        except Exception:
+            if cds.archive is None or cds.writes:
+                raise
+            # a JVM that cannot map its archive (damaged since it was checked) does not start:
+            # once more without it (`build` writes a new one)
+            jvm_archive.forget(cds)
+            spark = builder.config(
+                "spark.driver.extraJavaOptions", " ".join(java_options)
+            ).getOrCreate()
     finally:
         if main:
             interrupt.install()
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    cds.started(spark)
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
