@@ -18,8 +18,9 @@ the JVM that writes it starts 3-4 s slower and takes seconds more to exit, which
 - checks the file (a JVM that maps a damaged archive crashes, so `java -version` with it must
   exit 0) and only then renames it into place: no JVM ever maps a partial archive.
 
-Every session on a local master maps the archive when there is one (a cluster's executors are
-other JVMs, started by their workers). The JVM's CDS warnings, which it writes to stdout, are
+Every session's driver JVM maps the archive when there is one, and so do the executors of a
+standalone cluster on this machine (a loopback master; elsewhere the archive's path would name
+another machine's file or none). The JVM's CDS warnings, which it writes to stdout, are
 off: an archive it cannot use (say after a Java update under the same path) is skipped, as
 `-Xshare:auto` does. A session that does not start with the archive starts again without it,
 and the archive is removed. `SPECGEN_JVM_ARCHIVE=0` turns all of this off. The archive (about

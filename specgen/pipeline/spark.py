@@ -144,7 +144,8 @@ def session(master: str | None = None) -> SparkSession:
     python = os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Loopback masters: bind the driver to loopback too, so nothing listens on other interfaces
     # and Spark does not warn that the host name resolves to 127.0.0.1.
-    if master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost"):
+    here = master.startswith("local") or urlparse(master).hostname in ("127.0.0.1", "localhost")
+    if here:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     pythonpath = os.pathsep.join(
         p for p in (str(CHECKOUT or ""), os.environ.get("PYTHONPATH")) if p
@@ -161,12 +162,15 @@ def session(master: str | None = None) -> SparkSession:
     java_options = [*JAVA_OPTIONS]
     if LOG4J.exists():
         java_options.append(f"-Dlog4j2.configurationFile={LOG4J.as_uri()}")
-    # local mode: the driver's JVM is the whole of Spark; its classes mapped from an archive
-    cds = jvm_archive.plan() if master.startswith("local") else jvm_archive.Plan([])
+    # Spark's classes mapped from an archive (jvm_archive): by the driver's JVM, which runs
+    # here whatever the master, and by the executors' of a cluster on this machine (elsewhere
+    # the archive's path names nothing, or another machine's file)
+    cds = jvm_archive.plan()
     builder = builder.config(
         "spark.driver.extraJavaOptions", " ".join([*java_options, *cds.options])
     )
-    builder = builder.config("spark.executor.extraJavaOptions", " ".join(JAVA_OPTIONS))
+    executors = [*JAVA_OPTIONS, *(cds.options if here and not cds.writes else ())]
+    builder = builder.config("spark.executor.extraJavaOptions", " ".join(executors))
     if os.environ.get("SPARK_LOCAL_IP") == "127.0.0.1":
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
