@@ -3,6 +3,7 @@ before it is put in place, mapped by later sessions, and never the reason a sess
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -60,6 +61,29 @@ def test_a_command_never_writes_the_archive_and_maps_one_that_is_there(
     assert "-Xlog:cds=off" in made.options
     monkeypatch.setenv("SPECGEN_JVM_ARCHIVE", "0")
     assert jvm_archive.plan().options == []  # turned off: not mapped either
+
+
+def test_a_build_sweeps_the_archives_of_javas_and_sparks_no_longer_there(tmp_path: Path) -> None:
+    java, jars = tmp_path / "java", tmp_path / "jars"
+    java.write_bytes(b"")
+    jars.mkdir()
+    made_for = {
+        "spark-live": {"java": str(java), "jars": str(jars)},
+        "spark-venv-gone": {"java": str(java), "jars": str(tmp_path / "removed-venv" / "jars")},
+        "spark-java-gone": {"java": str(tmp_path / "old-java"), "jars": str(jars)},
+        "spark-kept": {"java": str(tmp_path / "old-java"), "jars": str(jars)},
+    }
+    for name, what in made_for.items():
+        (tmp_path / f"{name}.jsa").write_bytes(b"archive")
+        (tmp_path / f"{name}.json").write_text(json.dumps(what))
+    (tmp_path / "spark-unknown.jsa").write_bytes(b"no json: not ours to judge")
+    gone = jvm_archive._sweep(tmp_path, tmp_path / "spark-kept.jsa")
+    assert sorted(p.name for p in gone) == ["spark-java-gone.jsa", "spark-venv-gone.jsa"]
+    left = sorted(p.name for p in tmp_path.glob("spark-*"))
+    assert left == [
+        "spark-kept.jsa", "spark-kept.json", "spark-live.jsa", "spark-live.json",
+        "spark-unknown.jsa",
+    ]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

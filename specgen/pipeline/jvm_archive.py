@@ -16,7 +16,9 @@ the JVM that writes it starts 3-4 s slower and takes seconds more to exit, which
   whose JVM has `-XX:ArchiveClassesAtExit=<name>.<pid>.partial`, runs the kinds of job specgen
   runs (Arrow tasks, Parquet written and read, an aggregation), stops it and lets the JVM exit;
 - checks the file (a JVM that maps a damaged archive crashes, so `java -version` with it must
-  exit 0) and only then renames it into place: no JVM ever maps a partial archive.
+  exit 0) and only then renames it into place: no JVM ever maps a partial archive;
+- writes what the archive was made for in a `.json` beside it, and removes the archives (and
+  their `.json`) whose Java binary or Spark jars are gone, a removed virtual environment say.
 
 Every session's driver JVM maps the archive when there is one, and so do the executors of a
 standalone cluster on this machine (a loopback master; elsewhere the archive's path would name
@@ -33,6 +35,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -71,13 +74,41 @@ def key(java_binary: Path) -> str:
     and these Spark jars (their folder and names)."""
     import pyspark
 
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    jars = _jars()
     names = sorted(p.name for p in jars.glob("*.jar")) if jars.is_dir() else []
     text = "\n".join(
         [str(java_binary), str(java_binary.stat().st_mtime_ns), str(jars), pyspark.__version__]
         + names
     )
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _sweep(where: Path, kept: Path) -> list[Path]:
+    """Remove the archives, other than `kept`, whose Java binary or Spark jars are gone (a
+    removed virtual environment, an updated Java): each is some 180 MB no JVM can use. An
+    archive's `.json` beside it names what it was written for."""
+    gone = []
+    for found in sorted(where.glob("spark-*.json")):
+        archive = found.with_suffix(".jsa")
+        if archive == kept:
+            continue
+        try:
+            made_for = json.loads(found.read_text(encoding="utf-8"))
+            if Path(made_for["java"]).exists() and Path(made_for["jars"]).is_dir():
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # unreadable: written by nothing this module knows
+        for path in (archive, found):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        gone.append(archive)
+    return gone
 
 
 class Plan:
@@ -180,10 +211,14 @@ def build(session: Callable[[str], Any]) -> str:
         back = spark.read.parquet(f"{tmp}/t")
         back.groupBy((back.id % 7).alias("k")).count().collect()
     made.finish()
-    assert made.archive is not None
-    if made.archive.is_file():
-        return f"jvm archive: {made.archive} ({made.archive.stat().st_size:,} bytes)"
-    return "jvm archive: not written (the JVM did not write a sound one)"
+    assert made.archive is not None and binary is not None
+    if not made.archive.is_file():
+        return "jvm archive: not written (the JVM did not write a sound one)"
+    made_for = {"java": str(binary), "jars": str(_jars())}
+    made.archive.with_suffix(".json").write_text(json.dumps(made_for), encoding="utf-8")
+    gone = _sweep(made.archive.parent, made.archive)
+    swept = f"; {len(gone)} of Javas or Sparks no longer here removed" if gone else ""
+    return f"jvm archive: {made.archive} ({made.archive.stat().st_size:,} bytes{swept})"
 
 
 def forget(made: Plan) -> None:
