@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import dpkt  # type: ignore[import-untyped]
 
@@ -59,23 +59,24 @@ class BadCapture(DecodeInputError):
     """A capture file that cannot be read: the message names the path (and the offset)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Packet:
+class Packet(NamedTuple):
     """One captured packet. `index` is the byte offset of its record in the (uncompressed)
-    file: unique and ordered within the file, and the same whichever range read it."""
+    file: unique and ordered within the file, and the same whichever range read it. A named
+    tuple, like `Segment`: one is made per packet, and a frozen dataclass cost 5x the time."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # hides tuple.index, which nothing here calls
     ts: float
     ts_ns: int
     linktype: int
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """One TCP segment. `missing` counts the payload bytes the sender sent but the capture did
     not keep (a snaplen shorter than the packet): they follow `payload` in sequence space.
-    `ack` is the acknowledgement number, `ack_flag` the ACK flag (a SYN with it answers)."""
+    `ack` is the acknowledgement number, `ack_flag` the ACK flag (a SYN with it answers).
+    A named tuple: one is made per packet (and again per row in the pcap job's stage 2), and a
+    frozen dataclass's `__init__` (a call per field) cost 1.3 µs of each against 0.2 µs."""
 
     src: str
     sport: int
@@ -89,7 +90,7 @@ class Segment:
     payload: bytes
     ts: float
     ts_ns: int
-    index: int
+    index: int  # type: ignore[assignment]  # hides tuple.index, which nothing here calls
     missing: int = 0
     ack_flag: bool = False
 
