@@ -71,40 +71,29 @@ MIN_RANGE = 4 * 1024 * 1024
 
 ROWS_PER_BATCH = 4096
 
-SEGMENT_FIELDS = [
-    ("kind", pa.string()),  # "segment" or "counts"
+RANGE_FIELDS = [
+    # a stage-1 task's rows, per range: "counts" (its packets, and its bytes in records and in
+    # damage, and where the file ended when the range read to its end: for gzip the
+    # decompressed size), "damage" (a damaged stretch of the file: index its offset, payload
+    # its first bytes) and "bucket" (index a bucket it wrote segments to, length their payload
+    # bytes); the segments themselves go to files (SEGMENT_ROWS), never through Spark
+    ("kind", pa.string()),
     ("capture", pa.string()),
     ("index", pa.int64()),
-    ("ts", pa.float64()),
-    ("client", pa.string()),
-    ("server", pa.string()),
-    ("direction", pa.string()),
-    ("seq", pa.int64()),
-    ("ack", pa.int64()),
-    ("ack_flag", pa.bool_()),
-    ("syn", pa.bool_()),
-    ("fin", pa.bool_()),
-    ("rst", pa.bool_()),
     ("payload", pa.binary()),
-    ("missing", pa.int64()),
     ("packets", pa.int64()),
     ("skipped", pa.int64()),
-    # "damage" rows: a damaged stretch of the capture file (index: its offset, payload: its
-    # first bytes); "counts" rows: the range's bytes in records and in damage, and where the
-    # file ended when the range read to its end (for gzip the decompressed size)
     ("length", pa.int64()),
     ("error", pa.string()),
     ("record_bytes", pa.int64()),
     ("damaged_bytes", pa.int64()),
     ("file_end", pa.int64()),
 ]
-SEGMENTS = pa.schema(SEGMENT_FIELDS)
-SEGMENTS_DDL = (
-    "`kind` STRING, `capture` STRING, `index` BIGINT, `ts` DOUBLE, `client` STRING, "
-    "`server` STRING, `direction` STRING, `seq` BIGINT, `ack` BIGINT, `ack_flag` BOOLEAN, "
-    "`syn` BOOLEAN, `fin` BOOLEAN, `rst` BOOLEAN, `payload` BINARY, `missing` BIGINT, "
-    "`packets` BIGINT, `skipped` BIGINT, `length` BIGINT, `error` STRING, "
-    "`record_bytes` BIGINT, `damaged_bytes` BIGINT, `file_end` BIGINT"
+RANGE_ROWS = pa.schema(RANGE_FIELDS)
+RANGE_DDL = (
+    "`kind` STRING, `capture` STRING, `index` BIGINT, `payload` BINARY, `packets` BIGINT, "
+    "`skipped` BIGINT, `length` BIGINT, `error` STRING, `record_bytes` BIGINT, "
+    "`damaged_bytes` BIGINT, `file_end` BIGINT"
 )
 
 STREAM_FIELDS = [
@@ -256,7 +245,7 @@ def _stage1(
     for batch in batches:
         for k in batch.column(0).to_pylist():
             task, path, capture, start, end = todo[k]
-            out: dict[str, list[Any]] = {name: [] for name, _ in SEGMENT_FIELDS}
+            out: dict[str, list[Any]] = {name: [] for name, _ in RANGE_FIELDS}
             writers: dict[int, Any] = {}
             try:
                 sizes = _range_segments(
@@ -267,7 +256,7 @@ def _stage1(
                     w.close()
             for b in sorted(writers):
                 _append(out, {"kind": "bucket", "index": b, "length": sizes.get(b, 0)})
-            yield pa.RecordBatch.from_pydict(out, schema=SEGMENTS)
+            yield pa.RecordBatch.from_pydict(out, schema=RANGE_ROWS)
 
 
 def _range_segments(
@@ -619,7 +608,7 @@ def reassemble(
     todo = [(i, *planned[i]) for i in order]
     try:
         rows = tasks(
-            functools.partial(stage1, ports, str(segments_dir), todo), len(todo), SEGMENTS_DDL
+            functools.partial(stage1, ports, str(segments_dir), todo), len(todo), RANGE_DDL
         )
         by_file: dict[str, FileCounts] = {}
         packets = skipped = 0
