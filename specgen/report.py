@@ -16,6 +16,7 @@ reads. OUT_DIR/rejects is optional.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -172,7 +173,32 @@ def build(
     progress: Progress | None = None,
 ) -> Report:
     """Every section, each computed with Spark in turn (with `progress`, a line per section:
-    a report takes most of a minute)."""
+    a report takes most of a minute); on tables of at most `spark.SMALL_QUERIES` rows, with
+    the queries `spark.interpreted`."""
+    rows = sum(_parquet_rows(p) for p in (frames_path, rejects_path) if p is not None)
+    small = rows <= spark.SMALL_QUERIES
+    with spark.interpreted(session) if small else contextlib.nullcontext():
+        return _build(session, frames_path, rejects_path, progress)
+
+
+def _parquet_rows(path: Path) -> int:
+    """The rows of a table's Parquet parts, from their footers (nothing else is read); a part
+    that cannot be read counts as many rows (Spark then says what is wrong with it)."""
+    rows = 0
+    for part in path.rglob("*.parquet"):
+        try:
+            rows += pq.read_metadata(part).num_rows
+        except (OSError, pa.ArrowException):
+            return spark.SMALL_QUERIES + 1
+    return rows
+
+
+def _build(
+    session: SparkSession,
+    frames_path: Path,
+    rejects_path: Path | None,
+    progress: Progress | None,
+) -> Report:
     frames = _read(session, frames_path, [c for c in FRAME_COLUMNS if c not in ROLE_COLUMNS])
     # a protocol whose fields have no such role (AMQP 1.0 has neither) gets no section on it
     roles = {role for role in ROLE_COLUMNS if role in frames.columns}

@@ -599,3 +599,26 @@ def test_spark_draws_no_stage_bars_into_a_log(spark: SparkSession) -> None:
     if sys.stderr.isatty():
         pytest.skip("stderr is a terminal here (pytest -s)")
     assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
+
+
+def test_small_tables_report_the_same_figures_with_their_queries_interpreted(
+    spark: SparkSession, run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run` had its queries interpreted (its tables are far below SMALL_QUERIES rows); the same
+    tables with compiled queries give the same JSON, and the session keeps its own settings."""
+    from specgen.pipeline import spark as spark_module
+
+    assert report._parquet_rows(run.out / "frames") <= spark_module.SMALL_QUERIES
+    before = {key: spark.conf.get(key, None) for key in spark_module.INTERPRETED}
+    with spark_module.interpreted(spark):
+        assert {k: spark.conf.get(k) for k in spark_module.INTERPRETED} == (
+            spark_module.INTERPRETED
+        )
+    assert {key: spark.conf.get(key, None) for key in spark_module.INTERPRETED} == before
+    monkeypatch.setattr(spark_module, "SMALL_QUERIES", -1)  # every table is big: compiled
+    compiled = _run(run.out, "--json", str(tmp_path / "compiled.json"), "--html",
+                    str(tmp_path / "compiled.html"))  # fmt: skip
+    assert compiled.code == 0
+    assert json.loads((tmp_path / "compiled.json").read_text()) == json.loads(
+        (run.out / "report.json").read_text()
+    )
