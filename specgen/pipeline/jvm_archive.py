@@ -209,7 +209,14 @@ def build(session: Callable[[str], Any]) -> str:
         df = spark.range(0, 1000, 1, 2).mapInArrow(rows, "id BIGINT")
         df.write.parquet(f"{tmp}/t")
         back = spark.read.parquet(f"{tmp}/t")
-        back.groupBy((back.id % 7).alias("k")).count().collect()
+        # the query shapes of the report's sections, compiled and interpreted (a small table's
+        # report runs them interpreted: `spark.interpreted`)
+        for compiled in ("true", "false"):
+            spark.conf.set("spark.sql.codegen.wholeStage", compiled)
+            spark.conf.set(
+                "spark.sql.codegen.factoryMode", "FALLBACK" if compiled == "true" else "NO_CODEGEN"
+            )
+            _report_shapes(back)
     made.finish()
     assert made.archive is not None and binary is not None
     if not made.archive.is_file():
@@ -219,6 +226,21 @@ def build(session: Callable[[str], Any]) -> str:
     gone = _sweep(made.archive.parent, made.archive)
     swept = f"; {len(gone)} of Javas or Sparks no longer here removed" if gone else ""
     return f"jvm archive: {made.archive} ({made.archive.stat().st_size:,} bytes{swept})"
+
+
+def _report_shapes(table: Any) -> None:
+    """Queries shaped as the report's: aggregates, a left join, a window, percentiles, order."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keyed = table.withColumn("k", table.id % 7)
+    keyed.groupBy("k").agg(F.count("*"), F.sum("id"), F.min("id"), F.max("id")).collect()
+    firsts = keyed.groupBy("k").agg(F.min("id").alias("first"))
+    keyed.join(firsts, "k", "left").where(F.col("id") > F.col("first")).count()
+    window = Window.partitionBy("k").orderBy("id")
+    keyed.withColumn("n", F.row_number().over(window)).where(F.col("n") < 3).collect()
+    keyed.groupBy("k").agg(F.percentile_approx("id", [0.5, 0.9, 0.99], 1000)).collect()
+    keyed.orderBy(F.desc("id")).limit(5).collect()
 
 
 def forget(made: Plan) -> None:
