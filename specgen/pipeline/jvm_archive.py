@@ -14,7 +14,8 @@ the JVM that writes it starts 3-4 s slower and takes seconds more to exit, which
 
 - takes a lock file (`O_EXCL`; a lock whose process is gone is taken over), starts a session
   whose JVM has `-XX:ArchiveClassesAtExit=<name>.<pid>.partial`, runs the kinds of job specgen
-  runs (Arrow tasks, Parquet written and read, an aggregation), stops it and lets the JVM exit;
+  runs (`warm_jvm`'s: Arrow tasks, Parquet written and read, the report's query shapes), stops
+  it and lets the JVM exit;
 - checks the file (a JVM that maps a damaged archive crashes, so `java -version` with it must
   exit 0) and only then renames it into place: no JVM ever maps a partial archive;
 - writes what the archive was made for in a `.json` beside it, and removes the archives (and
@@ -81,6 +82,11 @@ def key(java_binary: Path) -> str:
         + names
     )
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _archive(where: Path, binary: Path) -> Path:
+    """The archive for this Java binary and these Spark jars (`key`) in `where`."""
+    return where / f"spark-{key(binary)}.jsa"
 
 
 def _jars() -> Path:
@@ -156,8 +162,8 @@ def _plan() -> Plan:
     if where is None or binary is None:
         return Plan([])
     try:
-        name = f"spark-{key(binary)}"
-        archive = where / f"{name}.jsa"
+        archive = _archive(where, binary)
+        name = archive.stem
         if archive.is_file():
             return Plan([f"-XX:SharedArchiveFile={archive}", *QUIET], archive)
         if not _writing:
@@ -175,22 +181,17 @@ def _plan() -> Plan:
     return made
 
 
-def build(session: Callable[[str], Any]) -> str:
+def build(session: Callable[[str], Any], jobs: Callable[[Any], None]) -> str:
     """The archive written now, if it is missing: a session of its own, started by `session`
-    (`spark.session`; a JVM writes the archive only as it exits, so run this in a process that
-    starts no other session), given the kinds of job specgen runs (Arrow tasks, Parquet written
-    and read, an aggregation), then stopped. One line says what happened."""
-    import tempfile
-
+    (a JVM writes the archive only as it exits, so run this in a process that starts no other
+    session), given `jobs` to run (the kinds specgen runs, so that their classes are archived),
+    then stopped. One line says what happened."""
     global _writing
-
-    def rows(batches: Any) -> Any:
-        yield from batches
 
     where, binary = folder(), java()
     if where is not None and binary is not None:
         with contextlib.suppress(OSError):
-            present = where / f"spark-{key(binary)}.jsa"
+            present = _archive(where, binary)
             if present.is_file():
                 return f"jvm archive: {present} (already there)"
     _writing = True
@@ -199,24 +200,14 @@ def build(session: Callable[[str], Any]) -> str:
     finally:
         _writing = False
     made = LAST[-1] if LAST else None
-    if made is None or not made.writes:
-        if made is not None and made.archive is not None:
-            return f"jvm archive: {made.archive} (already there)"
+    if made is None or not made.writes:  # off, or another process wrote or writes it meanwhile
+        found = made.archive if made is not None else None
+        if found is not None:
+            return f"jvm archive: {found} (already there)"
         return (
             "jvm archive: none (off, no Java found, no cache folder, or another process writes it)"
         )
-    with tempfile.TemporaryDirectory(prefix="specgen-jvm-") as tmp:
-        df = spark.range(0, 1000, 1, 2).mapInArrow(rows, "id BIGINT")
-        df.write.parquet(f"{tmp}/t")
-        back = spark.read.parquet(f"{tmp}/t")
-        # the query shapes of the report's sections, compiled and interpreted (a small table's
-        # report runs them interpreted: `spark.interpreted`)
-        for compiled in ("true", "false"):
-            spark.conf.set("spark.sql.codegen.wholeStage", compiled)
-            spark.conf.set(
-                "spark.sql.codegen.factoryMode", "FALLBACK" if compiled == "true" else "NO_CODEGEN"
-            )
-            _report_shapes(back)
+    jobs(spark)
     made.finish()
     assert made.archive is not None and binary is not None
     if not made.archive.is_file():
@@ -226,21 +217,6 @@ def build(session: Callable[[str], Any]) -> str:
     gone = _sweep(made.archive.parent, made.archive)
     swept = f"; {len(gone)} of Javas or Sparks no longer here removed" if gone else ""
     return f"jvm archive: {made.archive} ({made.archive.stat().st_size:,} bytes{swept})"
-
-
-def _report_shapes(table: Any) -> None:
-    """Queries shaped as the report's: aggregates, a left join, a window, percentiles, order."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    keyed = table.withColumn("k", table.id % 7)
-    keyed.groupBy("k").agg(F.count("*"), F.sum("id"), F.min("id"), F.max("id")).collect()
-    firsts = keyed.groupBy("k").agg(F.min("id").alias("first"))
-    keyed.join(firsts, "k", "left").where(F.col("id") > F.col("first")).count()
-    window = Window.partitionBy("k").orderBy("id")
-    keyed.withColumn("n", F.row_number().over(window)).where(F.col("n") < 3).collect()
-    keyed.groupBy("k").agg(F.percentile_approx("id", [0.5, 0.9, 0.99], 1000)).collect()
-    keyed.orderBy(F.desc("id")).limit(5).collect()
 
 
 def forget(made: Plan) -> None:
