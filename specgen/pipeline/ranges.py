@@ -206,6 +206,12 @@ class Framing:
         )
 
     @cached_property
+    def fixed(self) -> bool:
+        """Whether the walk can use its `_fixed` loop: one header layout (no escaped length), no
+        octets outside the frames after a frame, and no segment layer to follow."""
+        return self.escape is None and not self.follows and self.message_flags is None
+
+    @cached_property
     def order(self) -> str:
         return self.header.format[0] if self.header.format[0] in _ORDER else "@"
 
@@ -502,6 +508,8 @@ class _Walk:
         (one unpack and one set lookup per frame), else the generic one."""
         if self.framing.packed:
             return self._packed(target)
+        if self.framing.fixed:
+            return self._fixed(target)
         return self._generic(target)
 
     def _packed(self, target: int) -> list[Cut]:
@@ -529,6 +537,68 @@ class _Walk:
                     frames += 1
                     length = end - pos
                     pos = end
+                    continue
+            pos, frames = cut.gap(pos, length, frames)
+            length, limit = 0, cut.start + target
+            window, at, window_end = b"", 0, 0  # the walk may resume before the window
+        return cut.done(frames)
+
+    def _fixed(self, target: int) -> list[Cut]:
+        """`_generic` for a header of one layout whose frames are frames alone (no escaped
+        length, no octets after a frame, no segment layer): the length check, the dispatch
+        lookup and the trailer compare written out, without a call per frame; the same cuts."""
+        size, fd, f = self.size, self.fd, self.framing
+        header = f.header_size
+        unpack = f.header.unpack_from
+        li, adjust = f.length_index, f.length_adjust
+        lo, hi = f.min_size, f.max_size
+        # one dispatch field (most protocols): its value looked up alone, no tuple per frame
+        one = f.dispatch[0] if len(f.dispatch) == 1 else -1
+        keys: frozenset[Any] = frozenset(k[0] for k in f.keys) if one >= 0 else f.keys
+        key = f.key
+        trailer = f.trailer
+        tn = len(trailer)
+        headers = bool(f.protocol_headers)
+        cut = _Cutter(self, target)
+        pos, frames, limit = cut.pos, 0, target
+        window, at, window_end = b"", 0, 0
+        length = 0  # of the frame just walked over; 0 after a gap
+        while pos < size:
+            if pos + header > window_end and window_end < size:
+                window = os.pread(fd, WINDOW if length < WINDOW else header, pos)
+                at, window_end = pos, pos + len(window)
+            if pos + header <= window_end:
+                fields = unpack(window, pos - at)
+                value = fields[li]
+                end = pos + value + adjust
+                if (
+                    lo <= value <= hi
+                    and (fields[one] if one >= 0 else key(fields)) in keys
+                    and pos < end <= size
+                    and (
+                        not tn
+                        or (
+                            window[end - tn - at : end - at] == trailer
+                            if at <= end - tn and end <= window_end
+                            else os.pread(fd, tn, end - tn) == trailer
+                        )
+                    )
+                ):
+                    if pos >= limit:
+                        frames = cut.at(pos, frames)
+                        limit = pos + target
+                    frames += 1
+                    length = end - pos
+                    pos = end
+                    continue
+            if headers:
+                length = self._protocol_header(pos, window, at)
+                if length:
+                    if pos >= limit:
+                        frames = cut.at(pos, frames)
+                        limit = pos + target
+                    frames += 1
+                    pos += length
                     continue
             pos, frames = cut.gap(pos, length, frames)
             length, limit = 0, cut.start + target
