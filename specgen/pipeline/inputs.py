@@ -28,6 +28,15 @@ EVENTS = frozenset({"accept", "read", "close", "recording_stopped"})
 
 _BIN = re.compile(r"^(?P<connection>.+)\.(?P<direction>c2s|s2c)\.bin$")
 _INDEX = re.compile(r"^(?P<connection>.+)\.index\.jsonl$")
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_READ = re.compile(
+    r'\{"event": "read", (?:"connection": "[^"\\\x00-\x1f]*", )?'
+    r'"direction": "(c2s|s2c)", "offset": (0|[1-9][0-9]*), "length": (0|[1-9][0-9]*), '
+    rf'(?:"mono": {_NUMBER}, )?"wall": ({_NUMBER}|null)\}}'
+)
+"""A read event exactly as `specgen capture` and the pcap job write it: one regular expression
+instead of a JSON parse per line (an index holds a line per read); any other line is parsed as
+JSON, so what it accepts and refuses is the same."""
 _KNOWN = {"capture.json"}
 
 
@@ -170,7 +179,15 @@ def _read_events(
     events: dict[str, list[tuple[int, int, float | None]]],
     unknown: _Unknown,
 ) -> None:
+    fast = _READ.fullmatch
     for number, line in enumerate(lines, 1):
+        if m := fast(line):
+            direction, offset, length, wall = m.groups()
+            at = int(offset)
+            stamp = None if wall == "null" else float(wall)
+            if stamp is None or 0 <= stamp < MAX_WALL:
+                events[direction].append((at, at + int(length), stamp))
+                continue
         if not line.strip():
             continue
         try:

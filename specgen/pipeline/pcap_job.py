@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import importlib
 import json
+import math
 import shutil
 import sys
 import zlib
@@ -482,15 +483,11 @@ def _write_parts(
         file_name = name if i == 0 else f"{name}@{part.offset}"
         (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
         lines = events.setdefault(file_name, [])
+        # the line json.dumps writes, formatted directly: an index holds one per packet
+        head = f'{{"event": "read", "direction": "{direction}", "offset": '
         for offset, length, ts in part.reads:
-            read = {
-                "event": "read",
-                "direction": direction,
-                "offset": offset - part.offset,
-                "length": length,
-                "wall": ts,
-            }
-            lines.append(json.dumps(read))
+            wall = repr(ts) if type(ts) is float and math.isfinite(ts) else json.dumps(ts)
+            lines.append(f'{head}{offset - part.offset}, "length": {length}, "wall": {wall}}}')
 
 
 def _segment(
