@@ -140,6 +140,30 @@ def _violations(found: list[Any]) -> list[dict[str, str | None]] | None:
     ]
 
 
+class _Cells:
+    """A frame's `violations` cell as its sender sent it: looked up by class where the class
+    alone decides (most classes: their rules say only who sends them), else the message read."""
+
+    def __init__(self, rules: ModuleType, sender: str) -> None:
+        self.check = rules.violations
+        self.of_class = getattr(rules, "of_class", None)  # None: generated before it had it
+        self.sender = sender
+        self.known: dict[type, Any] = {}  # class -> its cell, or _READ: the values decide
+
+    def __call__(self, msg: Any) -> list[dict[str, str | None]] | None:
+        cls = type(msg)
+        cell = self.known.get(cls, _UNSEEN)
+        if cell is _UNSEEN:
+            found = self.of_class(cls.__name__, self.sender) if self.of_class else None
+            cell = self.known[cls] = _READ if found is None else _violations(found)
+        if cell is _READ:
+            return _violations(self.check(msg, self.sender))
+        return cell  # type: ignore[no-any-return]
+
+
+_UNSEEN, _READ = object(), object()
+
+
 def _where(r: Range, n: int) -> list[Any]:
     """The capture, connection and direction columns of `n` rows of one range."""
     return [pa.repeat(v, n).cast(pa.string()) for v in (r.capture, r.connection, r.direction)]
@@ -157,6 +181,18 @@ class _Frames:
         self.msgs: list[Any] = []
         self.violations: list[list[dict[str, str | None]] | None] = []
         self.bytes = 0
+
+    def appends(self) -> tuple[Callable[[Any], None], ...]:
+        """The append of each list a frame adds to: its message, violations cell, offset,
+        size, header and time."""
+        return (
+            self.msgs.append,
+            self.violations.append,
+            self.offsets.append,
+            self.sizes.append,
+            self.headers.append,
+            self.walls.append,
+        )
 
     def build(self, codec: Codec) -> Any:
         n = len(self.offsets)
@@ -282,10 +318,10 @@ def decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
 def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     framing = codec.framing
     decode: Callable[..., Any] = codec.framing.decode  # with the codec's checksum choice
-    # the rules each frame breaks, as its sender sent it: a second look, after decoding
-    check: Callable[..., list[Any]] | None = codec.rules.violations if codec.rules else None
     decode_error: type[Exception] = codec.package.DecodeError
     sender = DIRECTIONS[r.direction]
+    # the rules each frame breaks, as its sender sent it: a second look, after decoding
+    cell_of = _Cells(codec.rules, sender) if codec.rules else None
     hsize = framing.header_size
     li = framing.length_index
     lo, hi = framing.min_size, framing.max_size
@@ -305,6 +341,8 @@ def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
     # starts no range there, and both start afresh after a gap)
     rejects = _Rejects(r)
     batch = _Frames(r)
+    # the batch's lists' appends, bound once per batch: six per frame in the loop below
+    add_msg, add_cell, add_offset, add_size, add_header, add_wall = batch.appends()
     # a segment layer's frames join into messages; a row carries the message its frame completes
     messages = framing.assemblies() if framing.assemblies is not None else None
     # timestamps: the read that delivered each frame's last byte, found by a moving pointer
@@ -362,15 +400,15 @@ def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                             getattr(e, "offset", 0),
                         )
                     else:
-                        batch.msgs.append(msg)
-                        batch.violations.append(_violations(check(msg, sender)) if check else None)
-                        batch.offsets.append(at)
-                        batch.sizes.append(length)
-                        batch.headers.append(header)
+                        add_msg(msg)
+                        add_cell(cell_of(msg) if cell_of else None)
+                        add_offset(at)
+                        add_size(length)
+                        add_header(header)
                         last = at + length - 1
                         while i < reads and ends[i] <= last:
                             i += 1
-                        batch.walls.append(walls[i] if i < reads and starts[i] <= last else None)
+                        add_wall(walls[i] if i < reads and starts[i] <= last else None)
                         batch.bytes += length
                         octets = following(msg) if following is not None else 0
                         if octets > 0 and fragment_of is not None:
@@ -384,19 +422,15 @@ def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                                 fragment = fragment_of(data, msg, first)
                                 if first and head_of is not None:
                                     fragment.head = _head(head_of, data, decode_error)
-                                batch.msgs.append(fragment)
-                                batch.violations.append(
-                                    _violations(check(fragment, sender)) if check else None
-                                )
-                                batch.offsets.append(pos + start)
-                                batch.sizes.append(octets)
-                                batch.headers.append(None)
+                                add_msg(fragment)
+                                add_cell(cell_of(fragment) if cell_of else None)
+                                add_offset(pos + start)
+                                add_size(octets)
+                                add_header(None)
                                 last = pos + start + octets - 1
                                 while i < reads and ends[i] <= last:
                                     i += 1
-                                batch.walls.append(
-                                    walls[i] if i < reads and starts[i] <= last else None
-                                )
+                                add_wall(walls[i] if i < reads and starts[i] <= last else None)
                                 batch.bytes += octets
                                 length += octets
                             elif start == n and gap < r.end:
@@ -410,6 +444,9 @@ def _decode_range(r: Range, codec: Codec) -> Iterator[tuple[Table, Any]]:
                         if len(batch.msgs) >= BATCH_FRAMES or batch.bytes >= BATCH_BYTES:
                             yield "frames", batch.build(codec)
                             batch = _Frames(r)
+                            add_msg, add_cell, add_offset, add_size, add_header, add_wall = (
+                                batch.appends()
+                            )
                     finally:
                         frame.release()
                     here += length

@@ -179,6 +179,12 @@ def violations(msg: object, sender: str | None = None) -> list[Violation]:
     return _check.violations(msg, RULES, NESTED, sender)
 
 
+def of_class(name: str, sender: str | None = None) -> list[Violation] | None:
+    """What every message of the class named `name` breaks as `sender` sent it, where its class
+    alone decides (it holds no value a rule reads); None where `violations` must read the values."""
+    return _check.of_class(name, RULES, NESTED, sender)
+
+
 class Conversation(_check.Conversation):
     """One connection's messages in order: `see(msg, sender)` returns what each breaks."""
 
@@ -186,4 +192,4 @@ class Conversation(_check.Conversation):
         super().__init__(RULES, NESTED)
 
 
-__all__ = ["NESTED", "RULES", "Conversation", "Rule", "Violation", "violations"]
+__all__ = ["NESTED", "RULES", "Conversation", "Rule", "Violation", "of_class", "violations"]
