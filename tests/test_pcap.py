@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from specgen.pipeline import pcap
+from specgen.pipeline import reassembly as _reassembly
 from specgen.pipeline.pcap import Packet, Segment
 from specgen.pipeline.reassembly import (
     SEQ_MOD,
@@ -756,3 +757,20 @@ def test_capture_write_read_reassemble(
         assert gap.seq_start == (isn + 1 + first + gap.offset) % SEQ_MOD
         assert gap.seq_end == (gap.seq_start + gap.length) % SEQ_MOD
     assert r.unique_bytes == sum(covered[first:last])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_reassembly_takes_whole_copies_only_where_the_sweep_would(seed: int) -> None:
+    """`_winners`' shortcut (no copy overlaps the next) gives the sweep's pieces, and copies
+    that overlap still go through the sweep."""
+    rng = random.Random(seed)
+    copies, at = [], 1000
+    for packet in rng.sample(range(100), rng.randint(1, 30)):
+        at += rng.choice([0, 0, 0, 5]) - (
+            rng.randint(1, 20) if seed % 2 and rng.random() < 0.2 else 0
+        )
+        length = rng.randint(1, 50)
+        copies.append(_reassembly._Copy(at, at + length, packet, 0.0, bytes(length)))
+        at += length
+    by_start = sorted(copies, key=lambda c: (c.start, c.packet))
+    assert _reassembly._winners(copies) == _reassembly._sweep(by_start)

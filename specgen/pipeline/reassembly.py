@@ -340,6 +340,15 @@ def _winners(copies: list[_Copy]) -> list[_Piece]:
     heap of the copies covering the position, lowest packet index on top. Each step ends where
     the top copy ends or the next copy starts, so there are fewer than 2 steps per copy."""
     by_start = sorted(copies, key=lambda c: (c.start, c.packet))
+    # the usual capture: no copy overlaps the next, so each copy is its own piece, as the
+    # sweep would find it
+    if all(a.end <= b.start for a, b in zip(by_start, by_start[1:], strict=False)):
+        return [_Piece(c.start, c.end, c) for c in by_start]
+    return _sweep(by_start)
+
+
+def _sweep(by_start: list[_Copy]) -> list[_Piece]:
+    """`_winners` of copies sorted by (start, packet), overlapping or not."""
     heap: list[tuple[int, int, _Copy]] = []
     pieces: list[_Piece] = []
     i, pos = 0, by_start[0].start if by_start else 0
