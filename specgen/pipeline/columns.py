@@ -13,6 +13,7 @@ the driver's walk's decision alone (`ranges.py`).
 from __future__ import annotations
 
 import importlib
+import operator
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -142,26 +143,66 @@ def _violations(found: list[Any]) -> list[dict[str, str | None]] | None:
 
 class _Cells:
     """A frame's `violations` cell as its sender sent it: looked up by class where the class
-    alone decides (most classes: their rules say only who sends them), else the message read."""
+    alone decides (most classes: their rules say only who sends them), by the values of the
+    fields its rules read where those decide (a capture repeats the same exchange names frame
+    after frame), else the message read."""
 
     def __init__(self, rules: ModuleType, sender: str) -> None:
         self.check = rules.violations
         self.of_class = getattr(rules, "of_class", None)  # None: generated before it had it
+        self.rules: dict[str, tuple[Any, ...]] = getattr(rules, "RULES", {})
+        self.nested: dict[str, tuple[str, ...]] = getattr(rules, "NESTED", {})
         self.sender = sender
-        self.known: dict[type, Any] = {}  # class -> its cell, or _READ: the values decide
+        # class -> its cell, a _ByValues, or _READ: the whole message decides
+        self.known: dict[type, Any] = {}
 
     def __call__(self, msg: Any) -> list[dict[str, str | None]] | None:
         cls = type(msg)
         cell = self.known.get(cls, _UNSEEN)
         if cell is _UNSEEN:
-            found = self.of_class(cls.__name__, self.sender) if self.of_class else None
-            cell = self.known[cls] = _READ if found is None else _violations(found)
+            cell = self.known[cls] = self._of(cls.__name__)
+        if type(cell) is _ByValues:
+            values = cell.read(msg)
+            try:
+                # the values' types too: True and 1 are equal keys, and their reprs differ
+                key = (tuple(map(type, values)), values)
+                found = cell.memo.get(key, _UNSEEN)
+            except TypeError:  # a value that cannot be a key (a table, a list)
+                return _violations(self.check(msg, self.sender))
+            if found is _UNSEEN:
+                if len(cell.memo) >= _MEMO:
+                    cell.memo.clear()
+                found = cell.memo[key] = _violations(self.check(msg, self.sender))
+            return found  # type: ignore[no-any-return]
         if cell is _READ:
             return _violations(self.check(msg, self.sender))
         return cell  # type: ignore[no-any-return]
 
+    def _of(self, name: str) -> Any:
+        found = self.of_class(name, self.sender) if self.of_class else None
+        if found is not None:
+            return _violations(found)
+        rules = self.rules.get(name, ())
+        fields = sorted({r.field for r in rules if r.kind != "sender"})
+        # only rules on the class's own fields: the values of those fields decide the cell
+        if not fields or name in self.nested or not all(f and "." not in f for f in fields):
+            return _READ
+        return _ByValues(fields)
+
+
+class _ByValues:
+    """A class whose rules read only fields of its own: its cells by those fields' values."""
+
+    def __init__(self, fields: list[str]) -> None:
+        get = operator.attrgetter(*fields)
+        self.read: Callable[[Any], tuple[Any, ...]] = (
+            get if len(fields) > 1 else lambda msg: (get(msg),)
+        )
+        self.memo: dict[Any, Any] = {}
+
 
 _UNSEEN, _READ = object(), object()
+_MEMO = 4096  # cells kept per class: values beyond are read again, the memo started afresh
 
 
 def _where(r: Range, n: int) -> list[Any]:

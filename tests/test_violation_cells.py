@@ -1,0 +1,95 @@
+"""The decode's `violations` cells, looked up by class or by the values its rules read
+(`columns._Cells`), are the cells the rules give when each message is read whole.
+
+Every message of every shipped sample, as its sender sent it and as the other peer (so the
+sender rules break too), and the same messages with a rule-bearing field changed to values that
+break its rules and to values of another type that compare equal (True against 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specgen.pipeline.columns import _Cells, _violations
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = {
+    "rabbitmq-stream": "rabbitmq_stream.v4_0",
+    "amqp-0-9-1": "amqp_0_9_1.rabbitmq",
+    "amqp-1-0": "amqp_1_0.v1_0",
+    "amqp-0-10": "amqp_0_10.v0_10",
+    "amqp-fast-0-8": "amqp_fast_0_8.v0_8",
+}
+
+
+def _messages(folder: str, version: str) -> list[tuple[str, Any]]:
+    codec = importlib.import_module(f"specgen_codecs.{version}")
+    out = []
+    for path in sorted((ROOT / "samples" / folder).glob("session-*/*.bin")):
+        sender = "client" if path.name.endswith(".c2s.bin") else "server"
+        data = path.read_bytes()
+        reader = codec.FrameReader(sender=sender, preamble=data.startswith(b"AMQP"))
+        reader.feed(data)
+        try:
+            for msg in reader:
+                out.append((sender, msg))
+        except codec.DecodeError:
+            pass  # a sample's bytes that are not frames (0-8's octets after a frame): enough read
+    return out
+
+
+def _changed(msg: Any, rules: Any) -> list[Any]:
+    """`msg` with each field a rule reads set to values that break rules, and to equal values of
+    another type."""
+    out = []
+    fields = {r.field for r in rules.RULES.get(type(msg).__name__, ()) if r.field}
+    for name in sorted(f for f in fields if "." not in f):
+        original = getattr(msg, name, None)
+        # values of the field's own type, and for numbers one of the other type that equals it
+        if isinstance(original, str):
+            values: list[Any] = ["", "x" * 300, "bad name!", "ok-name"]
+        elif isinstance(original, bytes):
+            values = [b"", b"x" * 300]
+        elif isinstance(original, bool):
+            values = [True, False, 1, 0]
+        elif isinstance(original, int):
+            values = [0, 1, True, False, -1, 2**40]
+        else:
+            values = [None]
+        for value in values:
+            changed = dataclasses.replace(msg) if dataclasses.is_dataclass(msg) else None
+            if changed is None:
+                continue
+            try:
+                setattr(changed, name, value)
+            except (AttributeError, TypeError):
+                continue
+            out.append(changed)
+    return out
+
+
+@pytest.mark.parametrize(("folder", "version"), sorted(SAMPLES.items()))
+def test_cells_by_class_and_by_value_equal_the_rules_read_whole(folder: str, version: str) -> None:
+    rules = importlib.import_module(f"specgen_codecs.{version}.rules")
+    messages = _messages(folder, version)
+    assert messages
+    cells = {s: _Cells(rules, s) for s in ("client", "server")}
+    compared = memoized = 0
+    for sender, msg in messages:
+        for peer in ("client", "server"):  # the other peer breaks sender rules
+            for m in [msg, *_changed(msg, rules)]:
+                for _ in range(2):  # the second time from the memo
+                    assert cells[peer](m) == _violations(rules.violations(m, peer)), (
+                        type(m).__name__,
+                        peer,
+                    )
+                    compared += 1
+    memoized = sum(len(getattr(c, "memo", ())) for s in cells.values() for c in s.known.values())
+    assert compared > 100
+    if folder in ("amqp-0-9-1", "rabbitmq-stream"):
+        assert memoized  # these samples' classes have rules on their own fields' values
