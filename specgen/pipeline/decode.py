@@ -656,12 +656,13 @@ def _write_partition(
             writers: dict[str, Any] = {}
             counts = {"frames": 0, "rejects": 0}
             try:
-                for table, out in decode_range(Range(*fields), codec):
-                    if table not in writers:
-                        path = folders[table] / f"part-{index:05d}.parquet"
-                        writers[table] = pq.ParquetWriter(path, schemas[table])
-                    writers[table].write_batch(out)
-                    counts[table] += out.num_rows
+                with ParquetThread() as writing:
+                    for table, out in decode_range(Range(*fields), codec):
+                        if table not in writers:
+                            path = folders[table] / f"part-{index:05d}.parquet"
+                            writers[table] = pq.ParquetWriter(path, schemas[table])
+                        writing.write(writers[table], out)
+                        counts[table] += out.num_rows
             finally:
                 for w in writers.values():
                     w.close()
