@@ -162,7 +162,10 @@ class _Cells:
         if cell is _UNSEEN:
             cell = self.known[cls] = self._of(cls.__name__)
         if type(cell) is _ByValues:
-            values = cell.read(msg)
+            try:
+                values = cell.read(msg)
+            except AttributeError:  # a path through None or a list: the rules read it whole
+                return _violations(self.check(msg, self.sender))
             try:
                 # the values' types too: True and 1 are equal keys, and their reprs differ
                 key = (tuple(map(type, values)), values)
@@ -184,16 +187,18 @@ class _Cells:
             return _violations(found)
         rules = self.rules.get(name, ())
         fields = sorted({r.field for r in rules if r.kind != "sender"})
-        # only rules on the class's own fields: the values of those fields decide the cell
-        if not fields or name in self.nested or not all(f and "." not in f for f in fields):
+        # only rules on fields read by a path of attributes (a structure's member too): the
+        # values at those paths decide the cell (a path through a list or None is read whole)
+        if not fields or name in self.nested or not all(fields):
             return _READ
         return _ByValues(fields)
 
 
 class _ByValues:
-    """A class whose rules read only fields of its own: its cells by those fields' values."""
+    """A class whose rules read only values at paths of attributes: its cells by those values."""
 
     def __init__(self, fields: list[str]) -> None:
+        self.fields = fields
         get = operator.attrgetter(*fields)
         self.read: Callable[[Any], tuple[Any, ...]] = (
             get if len(fields) > 1 else lambda msg: (get(msg),)
