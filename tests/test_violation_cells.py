@@ -15,17 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from compiled_bytes import SAMPLES  # each sample folder's codec version
 
 from specgen.pipeline.columns import _Cells, _violations
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = {
-    "rabbitmq-stream": "rabbitmq_stream.v4_0",
-    "amqp-0-9-1": "amqp_0_9_1.rabbitmq",
-    "amqp-1-0": "amqp_1_0.v1_0",
-    "amqp-0-10": "amqp_0_10.v0_10",
-    "amqp-fast-0-8": "amqp_fast_0_8.v0_8",
-}
 
 
 def _messages(folder: str, version: str) -> list[tuple[str, Any]]:
