@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .base import Buffer, Structure
-from .errors import DecodeError
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
@@ -44,9 +43,6 @@ class ContentBody(Structure):
 
 def _decode_content_body(buf: Buffer, at: int, end: int, channel: int = 0) -> ContentBody:
     payload = bytes(buf[at:end])
-    at = end
-    if at != end:
-        raise DecodeError("ContentBody", at, f"{end - at} bytes after the last field")
     return ContentBody(payload, channel)
 
 
