@@ -11,6 +11,7 @@ from typing import Any
 from specgen.emitters import imports, pytext, sharing
 from specgen.emitters.plan import (
     BitsStep,
+    BlobStep,
     BoolCheck,
     Build,
     FramePlan,
@@ -1344,6 +1345,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "body_key": m.body_key,
         "carried": [h.local for h in frame.carried],
         "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
+        "ends_on_rest": _ends_on_rest(m),
         "framed": _framed(m, frame, bool(decode_keys)),
         "alias": "",
         # a version number only where the frame header carries one (Streams' key/version pairs)
@@ -1360,6 +1362,14 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "ident_names": ", ".join(names) if len(m.ident) > 1 else "",
         "span": m.message.span,
     }
+
+
+def _ends_on_rest(m: MessagePlan) -> bool:
+    """Whether the message's last field takes the rest of the body (bytes with no length): its
+    decoder ends with that field, with nothing after it left to refuse."""
+    fields = [s for s in m.steps if not (isinstance(s, Build) and s.local == "msg")]
+    last = fields[-1] if fields else None
+    return isinstance(last, BlobStep) and not last.len_local and last.limit == "end"
 
 
 def _reply_class(plan: ModulePlan, name: str) -> str:

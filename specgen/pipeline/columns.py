@@ -149,9 +149,9 @@ class _Cells:
 
     def __init__(self, rules: ModuleType, sender: str) -> None:
         self.check = rules.violations
-        self.of_class = getattr(rules, "of_class", None)  # None: generated before it had it
-        self.rules: dict[str, tuple[Any, ...]] = getattr(rules, "RULES", {})
-        self.nested: dict[str, tuple[str, ...]] = getattr(rules, "NESTED", {})
+        self.of_class = rules.of_class
+        self.rules: dict[str, tuple[Any, ...]] = rules.RULES
+        self.nested: dict[str, tuple[str, ...]] = rules.NESTED
         self.sender = sender
         # class -> its cell, a _ByValues, or _READ: the whole message decides
         self.known: dict[type, Any] = {}
@@ -182,7 +182,7 @@ class _Cells:
         return cell  # type: ignore[no-any-return]
 
     def _of(self, name: str) -> Any:
-        found = self.of_class(name, self.sender) if self.of_class else None
+        found = self.of_class(name, self.sender)
         if found is not None:
             return _violations(found)
         rules = self.rules.get(name, ())

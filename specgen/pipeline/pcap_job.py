@@ -479,12 +479,12 @@ def _write_parts(
     events: dict[str, list[str]],
 ) -> None:
     """A direction's byte files, and its read events under each file's name in `events`."""
+    # each read's line as json.dumps writes it, formatted directly: an index holds one per packet
+    head = f'{{"event": "read", "direction": "{direction}", "offset": '
     for i, part in enumerate(parts):
         file_name = name if i == 0 else f"{name}@{part.offset}"
         (folder / f"{file_name}.{direction}.bin").write_bytes(part.data)
         lines = events.setdefault(file_name, [])
-        # the line json.dumps writes, formatted directly: an index holds one per packet
-        head = f'{{"event": "read", "direction": "{direction}", "offset": '
         for offset, length, ts in part.reads:
             wall = repr(ts) if type(ts) is float and math.isfinite(ts) else json.dumps(ts)
             lines.append(f'{head}{offset - part.offset}, "length": {length}, "wall": {wall}}}')
