@@ -80,7 +80,15 @@ def stamp(folder: Path) -> str:
 
     digest = hashlib.sha256(f"{mypy_version} {_abi()}".encode())
     digest.update(f"{_SKIP} {_SETUP} {_BUILD_EXT}".encode())  # what is compiled, and how
-    for step in (hoist_classvars, builtin_subclasses_not_native, annotate_none_locals, prepare):
+    steps = (
+        structures_written_out,
+        _init_param,
+        hoist_classvars,
+        builtin_subclasses_not_native,
+        annotate_none_locals,
+        prepare,
+    )
+    for step in steps:
         digest.update(inspect.getsource(step).encode())
     for path in sorted(folder.rglob("*.py")):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
@@ -270,9 +278,101 @@ def annotate_none_locals(source: str) -> str:
     return out
 
 
+def _decorator_name(dec: ast.expr) -> str:
+    return dec.id if isinstance(dec, ast.Name) else ""
+
+
+def _init_param(source: str, stmt: ast.AnnAssign) -> tuple[str, str, bool]:
+    """A field's `__init__` parameter, the line that stores it, and whether it is keyword-only:
+    as the fused packages' `base._init_source` makes them at run time."""
+    assert isinstance(stmt.target, ast.Name)
+    name = stmt.target.id
+    ann = ast.get_source_segment(source, stmt.annotation)
+    value = stmt.value
+    if value is None:
+        return f"{name}: {ann}", f"self.{name} = {name}", False
+    if isinstance(value, ast.Call) and ast.unparse(value.func) in ("dataclasses.field", "field"):
+        kw = {k.arg: k.value for k in value.keywords}
+        only = isinstance(kw.get("kw_only"), ast.Constant) and kw["kw_only"].value is True
+        if "default_factory" in kw:
+            make = ast.unparse(kw["default_factory"])
+            return (
+                f"{name}: {ann} | None = None",
+                f"self.{name} = {make}() if {name} is None else {name}",
+                only,
+            )
+        return f"{name}: {ann} = {ast.unparse(kw['default'])}", f"self.{name} = {name}", only
+    return f"{name}: {ann} = {ast.unparse(value)}", f"self.{name} = {name}", False
+
+
+def structures_written_out(source: str) -> str:
+    """A fused package's classes are `@structure`s, whose `__init__` the first instance compiles
+    (`base.structure`); mypyc compiles no class with a decorator it does not know ("Non-extension
+    classes may not inherit from extension classes"), and an `__init__` made at run time would
+    stay interpreted. Each becomes `@dataclass(slots=True, init=False, repr=False, eq=False)`
+    with its `__init__` written out, the same parameters and stores. Applied to the staged copy
+    only. So is `base.structure` itself: `@dataclass_transform` (for type checkers) would set
+    an attribute on a compiled function, which has none, and nothing here uses it."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "structure":
+            for dec in node.decorator_list:
+                if isinstance(dec, ast.Call) and ast.unparse(dec.func) == "dataclass_transform":
+                    edits.append((dec.lineno - 1, dec.end_lineno or dec.lineno, ""))
+        if not isinstance(node, ast.ClassDef):
+            continue
+        decs = [d for d in node.decorator_list if _decorator_name(d) == "structure"]
+        if not decs:
+            continue
+        indent = " " * (node.col_offset + 4)
+        params, stores, keyword = [], [], []
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and not _is_classvar(stmt):
+                param, store, only = _init_param(source, stmt)
+                (keyword if only else params).append(param)
+                stores.append(store)
+        signature = ", ".join(["self", *params, *(["*", *keyword] if keyword else [])])
+        body = "".join(f"{indent}    {s}\n" for s in stores or ["pass"])
+        init = f"\n{indent}def __init__({signature}) -> None:\n{body}"
+        end = node.end_lineno or node.lineno
+        edits.append((end, end, init))
+        dec = decs[0]
+        row = dec.lineno - 1
+        line = lines[row]
+        lines_dec = "@dataclass(slots=True, init=False, repr=False, eq=False)"
+        edits.append((row, row + 1, line[: dec.col_offset - 1] + lines_dec + "\n"))
+    if not edits:
+        return source
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        lines[start:end] = [text] if text else []
+    if not any(
+        _decorator_name(d) == "structure"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef)
+        for d in n.decorator_list
+    ):
+        out = "".join(lines)
+        ast.parse(out)
+        return out
+    body = tree.body
+    at = 0
+    for i, stmt in enumerate(body):
+        docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        if docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            at = stmt.end_lineno or stmt.lineno
+    lines.insert(at, "\nfrom dataclasses import dataclass\n")
+    out = "".join(lines)
+    ast.parse(out)
+    return out
+
+
 def prepare(source: str) -> str:
-    """A generated module as it is compiled: the three work-arounds above, nothing else."""
-    return annotate_none_locals(builtin_subclasses_not_native(hoist_classvars(source)))
+    """A generated module as it is compiled: the four work-arounds above, nothing else."""
+    return annotate_none_locals(
+        builtin_subclasses_not_native(hoist_classvars(structures_written_out(source)))
+    )
 
 
 _SETUP = """

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -22,7 +21,7 @@ FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicProperties(Structure):
     """Content header of class basic (work with basic content): the size of the content and the properties set, each flagged in PropertyFlags.
 
@@ -69,44 +68,6 @@ class BasicProperties(Structure):
     reserved: str | None = None
     """reserved, must be empty"""
     channel: int = 0
-
-    def __init__(
-        self,
-        weight: int = 0,
-        body_size: int = 0,
-        content_type: str | None = None,
-        content_encoding: str | None = None,
-        headers: dict[str, Any] | None = None,
-        delivery_mode: int | None = None,
-        priority: int | None = None,
-        correlation_id: str | None = None,
-        reply_to: str | None = None,
-        expiration: str | None = None,
-        message_id: str | None = None,
-        timestamp: int | None = None,
-        type: str | None = None,
-        user_id: str | None = None,
-        app_id: str | None = None,
-        reserved: str | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.weight = weight
-        self.body_size = body_size
-        self.content_type = content_type
-        self.content_encoding = content_encoding
-        self.headers = headers
-        self.delivery_mode = delivery_mode
-        self.priority = priority
-        self.correlation_id = correlation_id
-        self.reply_to = reply_to
-        self.expiration = expiration
-        self.message_id = message_id
-        self.timestamp = timestamp
-        self.type = type
-        self.user_id = user_id
-        self.app_id = app_id
-        self.reserved = reserved
-        self.channel = channel
 
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
@@ -397,7 +358,7 @@ def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
         parts.append(reserved_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicQos(Structure):
     """specify quality of service
 
@@ -428,14 +389,6 @@ Specifies a prefetch window in terms of whole messages. This field may be used i
 
 RabbitMQ has reinterpreted this field. The original specification said: "By default the QoS settings apply to the current channel only. If this field is set, they are applied to the entire connection." Instead, RabbitMQ takes global=false to mean that the QoS settings should apply per-consumer (for new consumers on the channel; existing ones being unaffected) and global=true to mean that the QoS settings should apply per-channel."""
     channel: int = 0
-
-    def __init__(
-        self, prefetch_size: int, prefetch_count: int, global_: bool = False, channel: int = 0
-    ) -> None:
-        self.prefetch_size = prefetch_size
-        self.prefetch_count = prefetch_count
-        self.global_ = global_
-        self.channel = channel
 
 
 _BASIC_QOS_0 = struct.Struct(">IHB")
@@ -479,7 +432,7 @@ def _frame_basic_qos(msg: BasicQos) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicQosOk(Structure):
     """confirm the requested qos
 
@@ -497,9 +450,6 @@ class BasicQosOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_basic_qos_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicQosOk:
@@ -520,7 +470,7 @@ def _frame_basic_qos_ok(msg: BasicQosOk) -> bytes:
     return _BASIC_QOS_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x3c\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicConsume(Structure):
     """start a queue consumer
 
@@ -571,28 +521,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the consume. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        queue: str = "",
-        consumer_tag: str = "",
-        no_local: bool = False,
-        no_ack: bool = False,
-        exclusive: bool = False,
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.consumer_tag = consumer_tag
-        self.no_local = no_local
-        self.no_ack = no_ack
-        self.exclusive = exclusive
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
@@ -656,7 +584,7 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicConsumeOk(Structure):
     """confirm a new consumer
 
@@ -678,10 +606,6 @@ class BasicConsumeOk(Structure):
 
 Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
-
-    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
-        self.consumer_tag = consumer_tag
-        self.channel = channel
 
 
 _BASIC_CONSUME_OK_0 = struct.Struct(">B")
@@ -708,7 +632,7 @@ def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicPublish(Structure):
     """publish a message
 
@@ -746,22 +670,6 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 This flag tells the server how to react if the message cannot be routed to a queue consumer immediately. If this flag is set, the server will return an undeliverable message with a Return method. If this flag is zero, the server will queue the message, but with no guarantee that it will ever be consumed."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        exchange: str = "",
-        routing_key: str = "",
-        mandatory: bool = False,
-        immediate: bool = False,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.mandatory = mandatory
-        self.immediate = immediate
-        self.channel = channel
 
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
@@ -814,7 +722,7 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicReturn(Structure):
     """return a failed message
 
@@ -854,15 +762,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-
-    def __init__(
-        self, reply_code: int, reply_text: str, exchange: str, routing_key: str, channel: int = 0
-    ) -> None:
-        self.reply_code = reply_code
-        self.reply_text = reply_text
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.channel = channel
 
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
@@ -916,7 +815,7 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicDeliver(Structure):
     """notify the client of a consumer message
 
@@ -956,22 +855,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 Specifies the routing key name specified when the message was published."""
     channel: int = 0
-
-    def __init__(
-        self,
-        consumer_tag: str,
-        delivery_tag: int,
-        redelivered: bool = False,
-        exchange: str = "",
-        routing_key: str = "",
-        channel: int = 0,
-    ) -> None:
-        self.consumer_tag = consumer_tag
-        self.delivery_tag = delivery_tag
-        self.redelivered = redelivered
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.channel = channel
 
 
 _BASIC_DELIVER_0 = struct.Struct(">B")
@@ -1030,7 +913,7 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     parts.append(routing_key_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicGet(Structure):
     """direct access to a queue
 
@@ -1064,14 +947,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If this field is set the server does not expect acknowledgements for messages. That is, when a message is delivered to the client the server assumes the delivery will succeed and immediately dequeues it. This functionality may increase performance but at the cost of reliability. Messages can get lost if a client dies before they are delivered to the application."""
     channel: int = 0
-
-    def __init__(
-        self, reserved1: int = 0, queue: str = "", no_ack: bool = False, channel: int = 0
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.no_ack = no_ack
-        self.channel = channel
 
 
 _BASIC_GET_0 = struct.Struct(">HB")
@@ -1108,7 +983,7 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicGetOk(Structure):
     """provide client with a message
 
@@ -1149,22 +1024,6 @@ Specifies the routing key name specified when the message was published."""
 
 The number of messages in the queue, which will be zero for newly-declared queues. This is the number of messages present in the queue, and committed if the channel on which they were published is transacted, that are not waiting acknowledgement."""
     channel: int = 0
-
-    def __init__(
-        self,
-        delivery_tag: int,
-        redelivered: bool = False,
-        exchange: str = "",
-        routing_key: str = "",
-        message_count: int = 0,
-        channel: int = 0,
-    ) -> None:
-        self.delivery_tag = delivery_tag
-        self.redelivered = redelivered
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.message_count = message_count
-        self.channel = channel
 
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
@@ -1217,7 +1076,7 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicGetEmpty(Structure):
     """indicate no messages available
 
@@ -1237,10 +1096,6 @@ class BasicGetEmpty(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-
-    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
-        self.reserved1 = reserved1
-        self.channel = channel
 
 
 _BASIC_GET_EMPTY_0 = struct.Struct(">B")
@@ -1267,7 +1122,7 @@ def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicReject(Structure):
     """reject an incoming message
 
@@ -1292,11 +1147,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered."""
     channel: int = 0
-
-    def __init__(self, delivery_tag: int, requeue: bool = False, channel: int = 0) -> None:
-        self.delivery_tag = delivery_tag
-        self.requeue = requeue
-        self.channel = channel
 
 
 _BASIC_REJECT_0 = struct.Struct(">QB")
@@ -1337,7 +1187,7 @@ def _frame_basic_reject(msg: BasicReject) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicRecoverAsync(Structure):
     """redeliver unacknowledged messages
 
@@ -1360,10 +1210,6 @@ class BasicRecoverAsync(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-
-    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
-        self.requeue = requeue
-        self.channel = channel
 
 
 _BASIC_RECOVER_ASYNC_0 = struct.Struct(">B")
@@ -1399,7 +1245,7 @@ def _frame_basic_recover_async(msg: BasicRecoverAsync) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicRecover(Structure):
     """redeliver unacknowledged messages
 
@@ -1420,10 +1266,6 @@ class BasicRecover(Structure):
 
 If this field is zero, the message will be redelivered to the original recipient. If this bit is 1, the server will attempt to requeue the message, potentially then delivering it to an alternative subscriber."""
     channel: int = 0
-
-    def __init__(self, requeue: bool = False, channel: int = 0) -> None:
-        self.requeue = requeue
-        self.channel = channel
 
 
 _BASIC_RECOVER_0 = struct.Struct(">B")
@@ -1457,7 +1299,7 @@ def _frame_basic_recover(msg: BasicRecover) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicRecoverOk(Structure):
     """confirm recovery
 
@@ -1475,9 +1317,6 @@ class BasicRecoverOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_basic_recover_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecoverOk:

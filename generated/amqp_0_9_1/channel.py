@@ -10,17 +10,16 @@ the codecs here.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelOpen(Structure):
     """open a channel for use
 
@@ -41,10 +40,6 @@ class ChannelOpen(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-
-    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
-        self.reserved1 = reserved1
-        self.channel = channel
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">B")
@@ -71,7 +66,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelOpenOk(Structure):
     """signal that the channel is ready
 
@@ -91,10 +86,6 @@ class ChannelOpenOk(Structure):
     reserved1: bytes = b""
     """Reserved: must be empty."""
     channel: int = 0
-
-    def __init__(self, reserved1: bytes = b"", channel: int = 0) -> None:
-        self.reserved1 = reserved1
-        self.channel = channel
 
 
 _CHANNEL_OPEN_OK_0 = struct.Struct(">I")
@@ -122,7 +113,7 @@ def _encode_channel_open_ok(msg: ChannelOpenOk, parts: list[bytes]) -> None:
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelFlow(Structure):
     """enable/disable flow from peer
 
@@ -145,10 +136,6 @@ class ChannelFlow(Structure):
 
 If 1, the peer starts sending content frames. If 0, the peer stops sending content frames."""
     channel: int = 0
-
-    def __init__(self, active: bool = False, channel: int = 0) -> None:
-        self.active = active
-        self.channel = channel
 
 
 _CHANNEL_FLOW_0 = struct.Struct(">B")
@@ -182,7 +169,7 @@ def _frame_channel_flow(msg: ChannelFlow) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelFlowOk(Structure):
     """confirm a flow method
 
@@ -203,10 +190,6 @@ class ChannelFlowOk(Structure):
 
 Confirms the setting of the processed flow method: 1 means the peer will start sending or continue to send content frames; 0 means it will not."""
     channel: int = 0
-
-    def __init__(self, active: bool = False, channel: int = 0) -> None:
-        self.active = active
-        self.channel = channel
 
 
 _CHANNEL_FLOW_OK_0 = struct.Struct(">B")
@@ -240,7 +223,7 @@ def _frame_channel_flow_ok(msg: ChannelFlowOk) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelClose(Structure):
     """request a channel close
 
@@ -280,15 +263,6 @@ When the close is provoked by a method exception, this is the class of the metho
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
 
-    def __init__(
-        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
-    ) -> None:
-        self.reply_code = reply_code
-        self.reply_text = reply_text
-        self.class_id = class_id
-        self.method_id = method_id
-        self.channel = channel
-
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HB")
 _CHANNEL_CLOSE_0_FIELDS = "ChannelClose: reply_code reply_text"
@@ -322,7 +296,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     parts.append(_CHANNEL_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelCloseOk(Structure):
     """confirm a channel close
 
@@ -340,9 +314,6 @@ class ChannelCloseOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_channel_close_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelCloseOk:

@@ -10,10 +10,9 @@ the codecs here.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -21,7 +20,7 @@ FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionStart(Structure):
     """start connection negotiation
 
@@ -64,22 +63,6 @@ A list of the message locales that the server supports, delimited by spaces. The
 
 Must not be empty."""
     channel: int = 0
-
-    def __init__(
-        self,
-        version_major: int,
-        version_minor: int,
-        server_properties: dict[str, Any],
-        mechanisms: bytes,
-        locales: bytes,
-        channel: int = 0,
-    ) -> None:
-        self.version_major = version_major
-        self.version_minor = version_minor
-        self.server_properties = server_properties
-        self.mechanisms = mechanisms
-        self.locales = locales
-        self.channel = channel
 
 
 _CONNECTION_START_0 = struct.Struct(">BB")
@@ -133,7 +116,7 @@ def _encode_connection_start(msg: ConnectionStart, parts: list[bytes]) -> None:
     parts.append(locales_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionStartOk(Structure):
     """select security mechanism and locale
 
@@ -173,20 +156,6 @@ A single message locale selected by the client, which must be one of those speci
 
 Must not be empty."""
     channel: int = 0
-
-    def __init__(
-        self,
-        client_properties: dict[str, Any],
-        mechanism: str,
-        response: bytes,
-        locale: str,
-        channel: int = 0,
-    ) -> None:
-        self.client_properties = client_properties
-        self.mechanism = mechanism
-        self.response = response
-        self.locale = locale
-        self.channel = channel
 
 
 _CONNECTION_START_OK_0 = struct.Struct(">B")
@@ -245,7 +214,7 @@ def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> N
     parts.append(locale_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionSecure(Structure):
     """security mechanism challenge
 
@@ -268,10 +237,6 @@ class ConnectionSecure(Structure):
 
 Challenge information, a block of opaque binary data passed to the security mechanism."""
     channel: int = 0
-
-    def __init__(self, challenge: bytes, channel: int = 0) -> None:
-        self.challenge = challenge
-        self.channel = channel
 
 
 _CONNECTION_SECURE_0 = struct.Struct(">I")
@@ -299,7 +264,7 @@ def _encode_connection_secure(msg: ConnectionSecure, parts: list[bytes]) -> None
     parts.append(challenge_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionSecureOk(Structure):
     """security mechanism response
 
@@ -323,10 +288,6 @@ A block of opaque data passed to the security mechanism. The contents of this da
 
 Must not be empty."""
     channel: int = 0
-
-    def __init__(self, response: bytes, channel: int = 0) -> None:
-        self.response = response
-        self.channel = channel
 
 
 _CONNECTION_SECURE_OK_0 = struct.Struct(">I")
@@ -356,7 +317,7 @@ def _encode_connection_secure_ok(msg: ConnectionSecureOk, parts: list[bytes]) ->
     parts.append(response_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionTune(Structure):
     """propose connection tuning parameters
 
@@ -387,12 +348,6 @@ The largest frame size that the server proposes for the connection, including fr
 
 The delay, in seconds, of the connection heartbeat that the server wants. Zero means the server does not want a heartbeat."""
     channel: int = 0
-
-    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
-        self.channel_max = channel_max
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
-        self.channel = channel
 
 
 _CONNECTION_TUNE_0 = struct.Struct(">HIH")
@@ -431,7 +386,7 @@ def _frame_connection_tune(msg: ConnectionTune) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionTuneOk(Structure):
     """negotiate connection tuning parameters
 
@@ -463,12 +418,6 @@ The largest frame size that the client and server will use for the connection. Z
 
 The delay, in seconds, of the connection heartbeat that the client wants. Zero means the client does not want a heartbeat."""
     channel: int = 0
-
-    def __init__(self, channel_max: int, frame_max: int, heartbeat: int, channel: int = 0) -> None:
-        self.channel_max = channel_max
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
-        self.channel = channel
 
 
 _CONNECTION_TUNE_OK_0 = struct.Struct(">HIH")
@@ -509,7 +458,7 @@ def _frame_connection_tune_ok(msg: ConnectionTuneOk) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionOpen(Structure):
     """open connection to virtual host
 
@@ -538,14 +487,6 @@ Must not be empty. At most 127 characters."""
     reserved2: bool = False
     """Reserved: must be zero."""
     channel: int = 0
-
-    def __init__(
-        self, virtual_host: str, reserved1: str = "", reserved2: bool = False, channel: int = 0
-    ) -> None:
-        self.virtual_host = virtual_host
-        self.reserved1 = reserved1
-        self.reserved2 = reserved2
-        self.channel = channel
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">B")
@@ -594,7 +535,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionOpenOk(Structure):
     """signal that connection is ready
 
@@ -614,10 +555,6 @@ class ConnectionOpenOk(Structure):
     reserved1: str = ""
     """Reserved: must be empty."""
     channel: int = 0
-
-    def __init__(self, reserved1: str = "", channel: int = 0) -> None:
-        self.reserved1 = reserved1
-        self.channel = channel
 
 
 _CONNECTION_OPEN_OK_0 = struct.Struct(">B")
@@ -646,7 +583,7 @@ def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> Non
     parts.append(reserved1_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionClose(Structure):
     """request a connection close
 
@@ -686,15 +623,6 @@ When the close is provoked by a method exception, this is the class of the metho
 When the close is provoked by a method exception, this is the ID of the method."""
     channel: int = 0
 
-    def __init__(
-        self, reply_code: int, reply_text: str, class_id: int, method_id: int, channel: int = 0
-    ) -> None:
-        self.reply_code = reply_code
-        self.reply_text = reply_text
-        self.class_id = class_id
-        self.method_id = method_id
-        self.channel = channel
-
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
 _CONNECTION_CLOSE_0_FIELDS = "ConnectionClose: reply_code reply_text"
@@ -728,7 +656,7 @@ def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
     parts.append(_CONNECTION_CLOSE_1.pack(msg.class_id, msg.method_id))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionCloseOk(Structure):
     """confirm a connection close
 
@@ -746,9 +674,6 @@ class ConnectionCloseOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_connection_close_ok(

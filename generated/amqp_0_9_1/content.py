@@ -9,16 +9,15 @@ the codecs here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ContentBody(Structure):
     """A piece of content: the bytes of the frame body, in order.
 
@@ -35,10 +34,6 @@ class ContentBody(Structure):
     payload: bytes
     """The rest of the frame body."""
     channel: int = 0
-
-    def __init__(self, payload: bytes, channel: int = 0) -> None:
-        self.payload = payload
-        self.channel = channel
 
 
 def _decode_content_body(buf: Buffer, at: int, end: int, channel: int = 0) -> ContentBody:

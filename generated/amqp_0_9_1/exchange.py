@@ -10,17 +10,16 @@ the codecs here.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeDeclareOk(Structure):
     """confirm exchange declaration
 
@@ -38,9 +37,6 @@ class ExchangeDeclareOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_exchange_declare_ok(
@@ -63,7 +59,7 @@ def _frame_exchange_declare_ok(msg: ExchangeDeclareOk) -> bytes:
     return _EXCHANGE_DECLARE_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeDelete(Structure):
     """delete an exchange
 
@@ -98,20 +94,6 @@ If set, the server will only delete the exchange if it has no queue bindings. If
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        exchange: str = "",
-        if_unused: bool = False,
-        no_wait: bool = False,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.exchange = exchange
-        self.if_unused = if_unused
-        self.no_wait = no_wait
-        self.channel = channel
 
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
@@ -151,7 +133,7 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeDeleteOk(Structure):
     """confirm deletion of an exchange
 
@@ -169,9 +151,6 @@ class ExchangeDeleteOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_exchange_delete_ok(

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
 from .named import _decode_table, _encode_table
 
@@ -22,7 +21,7 @@ FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueDeclare(Structure):
     """declare queue, create if needed
 
@@ -73,28 +72,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        queue: str = "",
-        passive: bool = False,
-        durable: bool = False,
-        exclusive: bool = False,
-        auto_delete: bool = False,
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.passive = passive
-        self.durable = durable
-        self.exclusive = exclusive
-        self.auto_delete = auto_delete
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
@@ -147,7 +124,7 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueDeclareOk(Structure):
     """confirms a queue definition
 
@@ -179,14 +156,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 Reports the number of active consumers for the queue. Note that consumers can suspend activity (Channel.Flow) in which case they do not appear in this count."""
     channel: int = 0
-
-    def __init__(
-        self, queue: str, message_count: int, consumer_count: int, channel: int = 0
-    ) -> None:
-        self.queue = queue
-        self.message_count = message_count
-        self.consumer_count = consumer_count
-        self.channel = channel
 
 
 _QUEUE_DECLARE_OK_0 = struct.Struct(">B")
@@ -220,7 +189,7 @@ def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueBind(Structure):
     """bind queue to an exchange
 
@@ -265,24 +234,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        queue: str = "",
-        exchange: str = "",
-        routing_key: str = "",
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
@@ -347,7 +298,7 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueBindOk(Structure):
     """confirm bind successful
 
@@ -365,9 +316,6 @@ class QueueBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_queue_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBindOk:
@@ -388,7 +336,7 @@ def _frame_queue_bind_ok(msg: QueueBindOk) -> bytes:
     return _QUEUE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x32\x00\x15", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueuePurge(Structure):
     """purge a queue
 
@@ -419,14 +367,6 @@ Must match the regular expression ^[a-zA-Z0-9-_.:]*$. At most 127 characters."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(
-        self, reserved1: int = 0, queue: str = "", no_wait: bool = False, channel: int = 0
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.no_wait = no_wait
-        self.channel = channel
 
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
@@ -463,7 +403,7 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
     parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueuePurgeOk(Structure):
     """confirms a queue purge
 
@@ -485,10 +425,6 @@ class QueuePurgeOk(Structure):
 
 Reports the number of messages purged."""
     channel: int = 0
-
-    def __init__(self, message_count: int, channel: int = 0) -> None:
-        self.message_count = message_count
-        self.channel = channel
 
 
 _QUEUE_PURGE_OK_0 = struct.Struct(">I")
@@ -520,7 +456,7 @@ def _frame_queue_purge_ok(msg: QueuePurgeOk) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueDelete(Structure):
     """delete a queue
 
@@ -559,22 +495,6 @@ If set, the server will only delete the queue if it has no messages."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        queue: str = "",
-        if_unused: bool = False,
-        if_empty: bool = False,
-        no_wait: bool = False,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.if_unused = if_unused
-        self.if_empty = if_empty
-        self.no_wait = no_wait
-        self.channel = channel
 
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
@@ -619,7 +539,7 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueDeleteOk(Structure):
     """confirm deletion of a queue
 
@@ -641,10 +561,6 @@ class QueueDeleteOk(Structure):
 
 Reports the number of messages deleted."""
     channel: int = 0
-
-    def __init__(self, message_count: int, channel: int = 0) -> None:
-        self.message_count = message_count
-        self.channel = channel
 
 
 _QUEUE_DELETE_OK_0 = struct.Struct(">I")
@@ -676,7 +592,7 @@ def _frame_queue_delete_ok(msg: QueueDeleteOk) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueUnbind(Structure):
     """unbind a queue from an exchange
 
@@ -717,22 +633,6 @@ Specifies the routing key of the binding to unbind."""
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        queue: str = "",
-        exchange: str = "",
-        routing_key: str = "",
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.queue = queue
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
@@ -788,7 +688,7 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueueUnbindOk(Structure):
     """confirm unbind successful
 
@@ -806,9 +706,6 @@ class QueueUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_queue_unbind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbindOk:

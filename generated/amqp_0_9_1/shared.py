@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .basic import (
     BasicConsume,
     BasicConsumeOk,
@@ -211,7 +210,7 @@ HEADER = struct.Struct(">BHI")
 """The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Heartbeat(Structure):
     """A heartbeat frame, on channel 0, with an empty body.
 
@@ -226,9 +225,6 @@ class Heartbeat(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_heartbeat(buf: Buffer, at: int, end: int, channel: int = 0) -> Heartbeat:

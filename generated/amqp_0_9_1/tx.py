@@ -10,17 +10,16 @@ the codecs here.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Buffer, Structure
+from .base import Buffer, Structure, structure
 from .errors import DecodeError
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxSelect(Structure):
     """select standard transaction mode
 
@@ -39,9 +38,6 @@ class TxSelect(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_select(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelect:
@@ -62,7 +58,7 @@ def _frame_tx_select(msg: TxSelect) -> bytes:
     return _TX_SELECT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0a", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxSelectOk(Structure):
     """confirm transaction mode
 
@@ -80,9 +76,6 @@ class TxSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxSelectOk:
@@ -103,7 +96,7 @@ def _frame_tx_select_ok(msg: TxSelectOk) -> bytes:
     return _TX_SELECT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x0b", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxCommit(Structure):
     """commit the current transaction
 
@@ -122,9 +115,6 @@ class TxCommit(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_commit(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommit:
@@ -145,7 +135,7 @@ def _frame_tx_commit(msg: TxCommit) -> bytes:
     return _TX_COMMIT_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x14", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxCommitOk(Structure):
     """confirm a successful commit
 
@@ -163,9 +153,6 @@ class TxCommitOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_commit_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxCommitOk:
@@ -186,7 +173,7 @@ def _frame_tx_commit_ok(msg: TxCommitOk) -> bytes:
     return _TX_COMMIT_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x15", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxRollback(Structure):
     """abandon the current transaction
 
@@ -205,9 +192,6 @@ class TxRollback(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_rollback(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollback:
@@ -228,7 +212,7 @@ def _frame_tx_rollback(msg: TxRollback) -> bytes:
     return _TX_ROLLBACK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x5a\x00\x1e", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TxRollbackOk(Structure):
     """confirm successful rollback
 
@@ -246,9 +230,6 @@ class TxRollbackOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_tx_rollback_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> TxRollbackOk:

@@ -611,7 +611,7 @@ def _class_module_imports(
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
     """The package modules a fused package's shared code reads names from."""
     return {
-        **imports.provided(".base", ["Buffer", "Structure"]),
+        **imports.provided(".base", ["Buffer", "Structure", "structure"]),
         **imports.provided(".errors", [*_error_imports(plan), "_bad_count", "_bad_length"]),
         **imports.provided(".framing", _FRAMING),
         **imports.provided(".records", ["compress", "decompress", "join", "split"]),

@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import shared
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
@@ -29,7 +28,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionBlocked(Structure):
     """indicate that connection is blocked
 
@@ -49,10 +48,6 @@ class ConnectionBlocked(Structure):
 
 The reason the connection was blocked."""
     channel: int = 0
-
-    def __init__(self, reason: str, channel: int = 0) -> None:
-        self.reason = reason
-        self.channel = channel
 
 
 _CONNECTION_BLOCKED_0 = struct.Struct(">B")
@@ -81,7 +76,7 @@ def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> No
     parts.append(reason_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionUnblocked(Structure):
     """indicate that connection is unblocked
 
@@ -97,9 +92,6 @@ class ConnectionUnblocked(Structure):
     SENDER: ClassVar[str] = "both"
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_connection_unblocked(
@@ -122,7 +114,7 @@ def _frame_connection_unblocked(msg: ConnectionUnblocked) -> bytes:
     return _CONNECTION_UNBLOCKED_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x3d", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionUpdateSecret(Structure):
     """update secret
 
@@ -148,11 +140,6 @@ The new secret."""
 
 The reason for the secret update."""
     channel: int = 0
-
-    def __init__(self, new_secret: bytes, reason: str, channel: int = 0) -> None:
-        self.new_secret = new_secret
-        self.reason = reason
-        self.channel = channel
 
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
@@ -195,7 +182,7 @@ def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[by
     parts.append(reason_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionUpdateSecretOk(Structure):
     """update secret response
 
@@ -212,9 +199,6 @@ class ConnectionUpdateSecretOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_connection_update_secret_ok(
@@ -237,7 +221,7 @@ def _frame_connection_update_secret_ok(msg: ConnectionUpdateSecretOk) -> bytes:
     return _CONNECTION_UPDATE_SECRET_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x0a\x00\x47", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeDeclare(Structure):
     """verify exchange exists, create if needed
 
@@ -291,30 +275,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        exchange: str = "",
-        type: str = "",
-        passive: bool = False,
-        durable: bool = False,
-        auto_delete: bool = False,
-        internal: bool = False,
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.exchange = exchange
-        self.type = type
-        self.passive = passive
-        self.durable = durable
-        self.auto_delete = auto_delete
-        self.internal = internal
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
@@ -389,7 +349,7 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeBind(Structure):
     """bind exchange to an exchange
 
@@ -433,24 +393,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the binding. The syntax and semantics of these arguments depends on the exchange class."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        destination: str = "",
-        source: str = "",
-        routing_key: str = "",
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.destination = destination
-        self.source = source
-        self.routing_key = routing_key
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
@@ -515,7 +457,7 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeBindOk(Structure):
     """confirm bind successful
 
@@ -532,9 +474,6 @@ class ExchangeBindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_exchange_bind_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBindOk:
@@ -555,7 +494,7 @@ def _frame_exchange_bind_ok(msg: ExchangeBindOk) -> bytes:
     return _EXCHANGE_BIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x1f", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeUnbind(Structure):
     """unbind an exchange from an exchange
 
@@ -599,24 +538,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 Specifies the arguments of the binding to unbind."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        destination: str = "",
-        source: str = "",
-        routing_key: str = "",
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.destination = destination
-        self.source = source
-        self.routing_key = routing_key
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
@@ -681,7 +602,7 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeUnbindOk(Structure):
     """confirm unbind successful
 
@@ -698,9 +619,6 @@ class ExchangeUnbindOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_exchange_unbind_ok(
@@ -723,7 +641,7 @@ def _frame_exchange_unbind_ok(msg: ExchangeUnbindOk) -> bytes:
     return _EXCHANGE_UNBIND_OK_FRAME.pack(0x01, msg.channel, 4, b"\x00\x28\x00\x33", 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicCancel(Structure):
     """end a queue consumer
 
@@ -751,11 +669,6 @@ Identifier for the consumer, valid within the current channel."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
-        self.consumer_tag = consumer_tag
-        self.no_wait = no_wait
-        self.channel = channel
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
@@ -791,7 +704,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicCancelOk(Structure):
     """confirm a cancelled consumer
 
@@ -812,10 +725,6 @@ class BasicCancelOk(Structure):
 
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
-
-    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
-        self.consumer_tag = consumer_tag
-        self.channel = channel
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
@@ -842,7 +751,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicAck(Structure):
     """acknowledge one or more messages
 
@@ -870,11 +779,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If set to 1, the delivery tag is treated as "up to and including", so that multiple messages can be acknowledged with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, this indicates acknowledgement of all outstanding messages."""
     channel: int = 0
-
-    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
-        self.delivery_tag = delivery_tag
-        self.multiple = multiple
-        self.channel = channel
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")
@@ -915,7 +819,7 @@ def _frame_basic_ack(msg: BasicAck) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicNack(Structure):
     """reject one or more incoming messages
 
@@ -945,14 +849,6 @@ If set to 1, the delivery tag is treated as "up to and including", so that multi
 
 If requeue is true, the server will attempt to requeue the message. If requeue is false or the requeue attempt fails the messages are discarded or dead-lettered. Clients receiving the Nack methods should ignore this flag."""
     channel: int = 0
-
-    def __init__(
-        self, delivery_tag: int, multiple: bool = False, requeue: bool = False, channel: int = 0
-    ) -> None:
-        self.delivery_tag = delivery_tag
-        self.multiple = multiple
-        self.requeue = requeue
-        self.channel = channel
 
 
 _BASIC_NACK_0 = struct.Struct(">QB")
@@ -998,7 +894,7 @@ def _frame_basic_nack(msg: BasicNack) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConfirmSelect(Structure):
     """select confirm mode (i.e. enable publisher acknowledgements)
 
@@ -1020,10 +916,6 @@ class ConfirmSelect(Structure):
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(self, nowait: bool = False, channel: int = 0) -> None:
-        self.nowait = nowait
-        self.channel = channel
 
 
 _CONFIRM_SELECT_0 = struct.Struct(">B")
@@ -1057,7 +949,7 @@ def _frame_confirm_select(msg: ConfirmSelect) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConfirmSelectOk(Structure):
     """acknowledge confirm mode
 
@@ -1074,9 +966,6 @@ class ConfirmSelectOk(Structure):
     SYNCHRONOUS: ClassVar[bool] = True
 
     channel: int = 0
-
-    def __init__(self, channel: int = 0) -> None:
-        self.channel = channel
 
 
 def _decode_confirm_select_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelectOk:

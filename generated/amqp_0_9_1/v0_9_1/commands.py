@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from .. import shared
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
@@ -29,7 +28,7 @@ HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeDeclare(Structure):
     """verify exchange exists, create if needed
 
@@ -79,30 +78,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 A set of arguments for the declaration. The syntax and semantics of these arguments depends on the server implementation."""
     channel: int = 0
-
-    def __init__(
-        self,
-        reserved1: int = 0,
-        exchange: str = "",
-        type: str = "",
-        passive: bool = False,
-        durable: bool = False,
-        reserved2: bool = False,
-        reserved3: bool = False,
-        no_wait: bool = False,
-        arguments: dict[str, Any] | None = None,
-        channel: int = 0,
-    ) -> None:
-        self.reserved1 = reserved1
-        self.exchange = exchange
-        self.type = type
-        self.passive = passive
-        self.durable = durable
-        self.reserved2 = reserved2
-        self.reserved3 = reserved3
-        self.no_wait = no_wait
-        self.arguments = dict() if arguments is None else arguments
-        self.channel = channel
 
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
@@ -177,7 +152,7 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     _encode_table(msg.arguments, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicCancel(Structure):
     """end a queue consumer
 
@@ -203,11 +178,6 @@ Identifier for the consumer, valid within the current channel."""
 
 If set, the server will not respond to the method. The client should not wait for a reply method. If the server could not complete the method it will raise a channel or connection exception."""
     channel: int = 0
-
-    def __init__(self, consumer_tag: str, no_wait: bool = False, channel: int = 0) -> None:
-        self.consumer_tag = consumer_tag
-        self.no_wait = no_wait
-        self.channel = channel
 
 
 _BASIC_CANCEL_0 = struct.Struct(">B")
@@ -243,7 +213,7 @@ def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicCancelOk(Structure):
     """confirm a cancelled consumer
 
@@ -264,10 +234,6 @@ class BasicCancelOk(Structure):
 
 Identifier for the consumer, valid within the current channel."""
     channel: int = 0
-
-    def __init__(self, consumer_tag: str, channel: int = 0) -> None:
-        self.consumer_tag = consumer_tag
-        self.channel = channel
 
 
 _BASIC_CANCEL_OK_0 = struct.Struct(">B")
@@ -294,7 +260,7 @@ def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(consumer_tag_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class BasicAck(Structure):
     """acknowledge one or more messages
 
@@ -318,11 +284,6 @@ The server-assigned and channel-specific delivery tag"""
 
 If set to 1, the delivery tag is treated as "up to and including", so that the client can acknowledge multiple messages with a single method. If set to zero, the delivery tag refers to a single message. If the multiple field is 1, and the delivery tag is zero, tells the server to acknowledge all outstanding messages."""
     channel: int = 0
-
-    def __init__(self, delivery_tag: int, multiple: bool = False, channel: int = 0) -> None:
-        self.delivery_tag = delivery_tag
-        self.multiple = multiple
-        self.channel = channel
 
 
 _BASIC_ACK_0 = struct.Struct(">QB")

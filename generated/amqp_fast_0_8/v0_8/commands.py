@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _truncated
 from ..framing import (
     HEADER_SIZE,
@@ -36,7 +35,7 @@ HEADER = struct.Struct(">HB")
 """This version's frame header: `uint16 size, uint8 code`."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MessageHead(Structure):
     """The message head: the header block that starts a message's first fragment, before the body block (Message Header, line 1681). The header block holds this data (all integer data is in network byte order).
 
@@ -61,26 +60,6 @@ class MessageHead(Structure):
     headers: dict[str, Any]
     """A set of application-defined headers which can be used for message matching and processing."""
 
-    def __init__(
-        self,
-        body_size: int,
-        persistent: bool,
-        priority: int,
-        expiration: int,
-        mime_type: str,
-        encoding: str,
-        msg_identifier: str,
-        headers: dict[str, Any],
-    ) -> None:
-        self.body_size = body_size
-        self.persistent = persistent
-        self.priority = priority
-        self.expiration = expiration
-        self.mime_type = mime_type
-        self.encoding = encoding
-        self.msg_identifier = msg_identifier
-        self.headers = headers
-
     def encode(self) -> bytes:
         """These fields' bytes; EncodeError when a value does not fit."""
         parts: list[bytes] = []
@@ -99,7 +78,7 @@ class MessageHead(Structure):
         return _decode_message_head(buf, at, len(data))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionChallenge(Structure):
     """Server asks client to authenticate itself.  Client replies with a suitable CONNECTION RESPONSE. Authentication (logging-in) is done through a series of challenges by the server and responses from the client. The server starts the process by sending a CONNECTION CHALLENGE command to the client.
 
@@ -116,11 +95,6 @@ class ConnectionChallenge(Structure):
     mechanisms: str
     challenges: dict[str, Any]
     """A set of challenge fields that specify the information asked for for the current (or all) mechanisms.  Defined below, for each security mechanism."""
-
-    def __init__(self, version: int, mechanisms: str, challenges: dict[str, Any]) -> None:
-        self.version = version
-        self.mechanisms = mechanisms
-        self.challenges = challenges
 
 
 _CONNECTION_CHALLENGE_0 = struct.Struct(">BB")
@@ -149,7 +123,7 @@ def _encode_connection_challenge(msg: ConnectionChallenge, parts: list[bytes]) -
     _encode_field_table(msg.challenges, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionResponse(Structure):
     """Client provides server with its credentials.  The actual credentials depend on the security mechanisms implemented; this is not yet part of the standard proposal. Server replies with another CONNECTION CHALLENGE or a CONNECTION TUNE. The client responds to a CONNECTION CHALLENGE with a CONNECTION RESPONSE command.
 
@@ -166,10 +140,6 @@ class ConnectionResponse(Structure):
     """A single security mechanisms selected by the client; one of those specified by the server."""
     responses: dict[str, Any]
     """A set of response fields that provide additional information for the specific security mechanism chosen."""
-
-    def __init__(self, mechanism: str, responses: dict[str, Any]) -> None:
-        self.mechanism = mechanism
-        self.responses = responses
 
 
 _CONNECTION_RESPONSE_0 = struct.Struct(">B")
@@ -197,7 +167,7 @@ def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> 
     _encode_field_table(msg.responses, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionTune(Structure):
     """Server asks client to confirm tuning parameters.  Client replies with zero or more CONNECTION TUNE commands, followed by a CONNECTION OPEN. After authentication the client and server negotiates various parameters for the connection. This negotiation consists of an exchange of CONNECTION TUNE commands (one from the server to the client and zero or more in response back from the client to the server).
 
@@ -215,10 +185,6 @@ class ConnectionTune(Structure):
     dictionary: dict[str, Any]
     """A client-defined set of aliases for field names used in messages. This field is always empty in the command sent from server to client."""
 
-    def __init__(self, options: dict[str, Any], dictionary: dict[str, Any]) -> None:
-        self.options = options
-        self.dictionary = dictionary
-
 
 def _decode_connection_tune(buf: Buffer, at: int, end: int) -> ConnectionTune:
     options, at = _decode_field_table(buf, at, end)
@@ -233,7 +199,7 @@ def _encode_connection_tune(msg: ConnectionTune, parts: list[bytes]) -> None:
     _encode_field_table(msg.dictionary, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionOpen(Structure):
     """The client asks the server to open a connection to a virtual host. After sending CONNECTION TUNE, the client should immediately send CONNECTION OPEN to prepare the connection.
 
@@ -254,14 +220,6 @@ class ConnectionOpen(Structure):
     """The client identifier, used to identify persistent subscriptions belonging to the client.  This is a string chosen by the client that uniquely defines the client.  The server MUST restrict a specific client identifier to being active in at most one connection at a time."""
     options: dict[str, Any]
     """A set of connection options.  To be defined later."""
-
-    def __init__(
-        self, confirm_tag: int, virtual_path: str, client_name: str, options: dict[str, Any]
-    ) -> None:
-        self.confirm_tag = confirm_tag
-        self.virtual_path = virtual_path
-        self.client_name = client_name
-        self.options = options
 
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
@@ -303,7 +261,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionPing(Structure):
     """Either party asks the other to respond with a high-priority message. The CONNECTION PING command implements the connection heartbeat.
 
@@ -318,9 +276,6 @@ class ConnectionPing(Structure):
 
     respond: bool = False
     """If 1, asks the recipient to respond with a CONNECTION PING command.  Note: the response to a PING should never be a PING with respond set to 1.  (For hopefully obvious reasons.)"""
-
-    def __init__(self, respond: bool = False) -> None:
-        self.respond = respond
 
 
 _CONNECTION_PING_0 = struct.Struct(">B")
@@ -351,7 +306,7 @@ def _frame_connection_ping(msg: ConnectionPing) -> bytes:
     return _CONNECTION_PING_FRAME.pack(3, 0x0E, 0x1 if msg.respond else 0, 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionReply(Structure):
     """Server responds to a satisfactory CONNECTION OPEN with a CONNECTION REPLY to tell the client that the connection is ready. The server confirms a CONNECTION OPEN command by sending CONNECTION REPLY command to the client.
 
@@ -370,11 +325,6 @@ class ConnectionReply(Structure):
     """The reply code, usually 200. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, confirm_tag: int, reply_code: int, reply_text: str) -> None:
-        self.confirm_tag = confirm_tag
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _CONNECTION_REPLY_0 = struct.Struct(">HHB")
@@ -401,7 +351,7 @@ def _encode_connection_reply(msg: ConnectionReply, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionClose(Structure):
     """Either party closes the connection, the other confirms with CONNECTION CLOSE. Either party can close the connection at any time by sending the CONNECTION CLOSE command.
 
@@ -418,10 +368,6 @@ class ConnectionClose(Structure):
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, reply_code: int, reply_text: str) -> None:
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _CONNECTION_CLOSE_0 = struct.Struct(">HB")
@@ -448,7 +394,7 @@ def _encode_connection_close(msg: ConnectionClose, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelOpen(Structure):
     """Client asks server to open a new channel. Server may respond with CHANNEL REPLY, or with nothing if client did not request confirmation. The client opens a channel by sending CHANNEL OPEN to the server.
 
@@ -473,22 +419,6 @@ class ChannelOpen(Structure):
     """Channel options as name/value pairs.  To be defined later."""
     out_of_band: str = ""
     """In case of out-of-band message transfers (using shared memory or other non-network stream methods), provides specifications of how and where the out-of-band transfers occur.  The interpretation of the out-of-band string is not defined here; it is by agreement between implementations of the client and server."""
-
-    def __init__(
-        self,
-        channel_id: int,
-        confirm_tag: int,
-        transacted: bool = False,
-        restartable: bool = False,
-        options: dict[str, Any] | None = None,
-        out_of_band: str = "",
-    ) -> None:
-        self.channel_id = channel_id
-        self.confirm_tag = confirm_tag
-        self.transacted = transacted
-        self.restartable = restartable
-        self.options = dict() if options is None else options
-        self.out_of_band = out_of_band
 
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
@@ -534,7 +464,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(out_of_band_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelAck(Structure):
     """Client acknowledges one or more destination message that is has processed. The client does manual acknowledgement of messages received through HANDLE NOTIFY commands (see later) using the CHANNEL ACK command.
 
@@ -553,11 +483,6 @@ class ChannelAck(Structure):
     """If non-zero, the client wants a confirmation from the server."""
     message_nbr: int
     """Acknowledge up to and including this message.  Note that message numbers are assigned by the server and are sequential on a single channel."""
-
-    def __init__(self, channel_id: int, confirm_tag: int, message_nbr: int) -> None:
-        self.channel_id = channel_id
-        self.confirm_tag = confirm_tag
-        self.message_nbr = message_nbr
 
 
 _CHANNEL_ACK_0 = struct.Struct(">HHI")
@@ -586,7 +511,7 @@ def _frame_channel_ack(msg: ChannelAck) -> bytes:
     return _CHANNEL_ACK_FRAME.pack(10, 0x15, msg.channel_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelCommit(Structure):
     """Client asks server to commit the current transaction. The client sends CHANNEL COMMIT to commit work done in the current transaction.
 
@@ -605,11 +530,6 @@ class ChannelCommit(Structure):
     """If non-zero, the client wants a confirmation from the server."""
     options: dict[str, Any]
     """Transaction options as name/value pairs.  To be defined later."""
-
-    def __init__(self, channel_id: int, confirm_tag: int, options: dict[str, Any]) -> None:
-        self.channel_id = channel_id
-        self.confirm_tag = confirm_tag
-        self.options = options
 
 
 _CHANNEL_COMMIT_0 = struct.Struct(">HH")
@@ -632,7 +552,7 @@ def _encode_channel_commit(msg: ChannelCommit, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelRollback(Structure):
     """Client asks server to rollback the current transaction. The client sends CHANNEL ROLLBACK to roll back work done in the current transaction.
 
@@ -651,11 +571,6 @@ class ChannelRollback(Structure):
     """If non-zero, the client wants a confirmation from the server."""
     options: dict[str, Any]
     """Transaction options as name/value pairs.  To be defined later."""
-
-    def __init__(self, channel_id: int, confirm_tag: int, options: dict[str, Any]) -> None:
-        self.channel_id = channel_id
-        self.confirm_tag = confirm_tag
-        self.options = options
 
 
 _CHANNEL_ROLLBACK_0 = struct.Struct(">HH")
@@ -678,7 +593,7 @@ def _encode_channel_rollback(msg: ChannelRollback, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelReply(Structure):
     """Server or client confirms a channel command. The server can optionally confirm channel commands using CHANNEL REPLY.
 
@@ -699,12 +614,6 @@ class ChannelReply(Structure):
     """The reply code, usually 200. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, channel_id: int, confirm_tag: int, reply_code: int, reply_text: str) -> None:
-        self.channel_id = channel_id
-        self.confirm_tag = confirm_tag
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _CHANNEL_REPLY_0 = struct.Struct(">HHHB")
@@ -733,7 +642,7 @@ def _encode_channel_reply(msg: ChannelReply, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ChannelClose(Structure):
     """Either party closes the channel, the other confirms. Either party can close a channel at any time by sending CHANNEL CLOSE.
 
@@ -752,11 +661,6 @@ class ChannelClose(Structure):
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, channel_id: int, reply_code: int, reply_text: str) -> None:
-        self.channel_id = channel_id
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _CHANNEL_CLOSE_0 = struct.Struct(">HHB")
@@ -783,7 +687,7 @@ def _encode_channel_close(msg: ChannelClose, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleOpen(Structure):
     """Client asks server to prepare to use a specified destination or set of destinations. The client opens access to a destination by sending HANDLE OPEN to the server.
 
@@ -814,28 +718,6 @@ class HandleOpen(Structure):
     """The default content encoding for HANDLE SEND commands sent to the destination. This can be overridden on a per-message basis. If empty, defaults to 'binary'."""
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Handle options as name/value pairs.  To be defined later."""
-
-    def __init__(
-        self,
-        channel_id: int,
-        handle_id: int,
-        confirm_tag: int,
-        producer: bool = False,
-        consumer: bool = False,
-        browser: bool = False,
-        mime_type: str = "",
-        encoding: str = "",
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        self.channel_id = channel_id
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.producer = producer
-        self.consumer = consumer
-        self.browser = browser
-        self.mime_type = mime_type
-        self.encoding = encoding
-        self.options = dict() if options is None else options
 
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
@@ -902,7 +784,7 @@ def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleSend(Structure):
     """Client sends a message to a specific destination. To send a message to a destination the client sends a HANDLE SEND command.
 
@@ -937,26 +819,6 @@ class HandleSend(Structure):
     """If 1, tells the server that the message is being sent partially, from the recovery point indicated by the server in the HANDLE READY command (used in restartable operations only)."""
     dest_name: str = ""
     """The name of the destination to write to."""
-
-    def __init__(
-        self,
-        handle_id: int,
-        confirm_tag: int,
-        service_type: int,
-        fragment_size: int,
-        partial: bool = False,
-        out_of_band: bool = False,
-        recovery: bool = False,
-        dest_name: str = "",
-    ) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.service_type = service_type
-        self.fragment_size = fragment_size
-        self.partial = partial
-        self.out_of_band = out_of_band
-        self.recovery = recovery
-        self.dest_name = dest_name
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -1021,7 +883,7 @@ def _encode_handle_send(msg: HandleSend, parts: list[bytes]) -> None:
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleConsume(Structure):
     """Client waits for a message from a specific destination. The client asks to receive messages from a specific destination by sending the HANDLE CONSUME command.
 
@@ -1054,30 +916,6 @@ class HandleConsume(Structure):
     """The name of the destination to listen to."""
     selector: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The fields to select on, if any.  Fields are selected on by presence and value - an empty field value means "present", any non-empty value means "this value".  Field selectors are always inclusive, i.e. ALL fields must match for a message to be passed to the handle."""
-
-    def __init__(
-        self,
-        handle_id: int,
-        confirm_tag: int,
-        service_type: int,
-        prefetch: int,
-        no_local: bool = False,
-        no_ack: bool = False,
-        dynamic: bool = False,
-        exclusive: bool = False,
-        dest_name: str = "",
-        selector: dict[str, Any] | None = None,
-    ) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.service_type = service_type
-        self.prefetch = prefetch
-        self.no_local = no_local
-        self.no_ack = no_ack
-        self.dynamic = dynamic
-        self.exclusive = exclusive
-        self.dest_name = dest_name
-        self.selector = dict() if selector is None else selector
 
 
 _HANDLE_CONSUME_0 = struct.Struct(">HHHHBB")
@@ -1139,7 +977,7 @@ def _encode_handle_consume(msg: HandleConsume, parts: list[bytes]) -> None:
     _encode_field_table(msg.selector, parts)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleFlow(Structure):
     """Client tells server to stop/restart messages from a specific destination. The client asks the server to pause or restart messages from a destination.
 
@@ -1158,11 +996,6 @@ class HandleFlow(Structure):
     """If non-zero, the client wants a confirmation from the server."""
     flow_pause: bool = False
     """If 1, the server stops sending messages to the client.  If 0, the server restarts sending messages to the client."""
-
-    def __init__(self, handle_id: int, confirm_tag: int, flow_pause: bool = False) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.flow_pause = flow_pause
 
 
 _HANDLE_FLOW_0 = struct.Struct(">HHB")
@@ -1196,7 +1029,7 @@ def _frame_handle_flow(msg: HandleFlow) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleUnget(Structure):
     """Client pushes a message back onto the destination (for queues only). For queue services only, the client can push a message back to its original destination by sending the HANDLE UNGET command.
 
@@ -1215,11 +1048,6 @@ class HandleUnget(Structure):
     """If non-zero, the client wants a confirmation from the server."""
     message_nbr: int
     """A server message ID: this must be used in any command that refers to the message."""
-
-    def __init__(self, handle_id: int, confirm_tag: int, message_nbr: int) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.message_nbr = message_nbr
 
 
 _HANDLE_UNGET_0 = struct.Struct(">HHI")
@@ -1248,7 +1076,7 @@ def _frame_handle_unget(msg: HandleUnget) -> bytes:
     return _HANDLE_UNGET_FRAME.pack(10, 0x23, msg.handle_id, msg.confirm_tag, msg.message_nbr, 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleQuery(Structure):
     """Client asks for a list of all messages waiting on a destination. The client can ask the server for a list of all outstanding messages on a destination by sending the HANDLE QUERY command.
 
@@ -1271,15 +1099,6 @@ class HandleQuery(Structure):
     """A detailed specification of the precise messages that the client wants.  The precise selector syntax is implementation-defined and the MIME type tells the server which implementation to use."""
     mime_type: str
     """The MIME type for the selector. Standard MIME types are defined later."""
-
-    def __init__(
-        self, handle_id: int, message_nbr: int, dest_name: str, selector: bytes, mime_type: str
-    ) -> None:
-        self.handle_id = handle_id
-        self.message_nbr = message_nbr
-        self.dest_name = dest_name
-        self.selector = selector
-        self.mime_type = mime_type
 
 
 _HANDLE_QUERY_0 = struct.Struct(">HIB")
@@ -1333,7 +1152,7 @@ def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
     parts.append(mime_type_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleBrowse(Structure):
     """Client asks server for a specific message without marking it as being delivered to that client. The client asks to look at (but not consume) a single message using HANDLE BROWSE.
 
@@ -1352,11 +1171,6 @@ class HandleBrowse(Structure):
     """Should be non-zero if the client sends multiple HANDLE BROWSE commands without waiting for a server response (so that the client can match HANDLE REPLY responses for 'message not found')."""
     message_nbr: int
     """One of the server message IDs provided by the HANDLE INDEX command."""
-
-    def __init__(self, handle_id: int, confirm_tag: int, message_nbr: int) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.message_nbr = message_nbr
 
 
 _HANDLE_BROWSE_0 = struct.Struct(">HHI")
@@ -1387,7 +1201,7 @@ def _frame_handle_browse(msg: HandleBrowse) -> bytes:
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleCreated(Structure):
     """Server informs client that a dynamic queue is now available. When the client does HANDLE CONSUME on a dynamic queue with an empty name (so that the server generates a name), the server replies to the client with a HANDLE CREATED command.
 
@@ -1404,10 +1218,6 @@ class HandleCreated(Structure):
     """The destination ID chosen by the client in the HANDLE OPEN command."""
     dest_name: str
     """The name of the dynamic queue.  If the server generated a name this name will be unique within the virtual host."""
-
-    def __init__(self, handle_id: int, dest_name: str) -> None:
-        self.handle_id = handle_id
-        self.dest_name = dest_name
 
 
 _HANDLE_CREATED_0 = struct.Struct(">HB")
@@ -1434,7 +1244,7 @@ def _encode_handle_created(msg: HandleCreated, parts: list[bytes]) -> None:
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleNotify(Structure):
     """Server sends a message from a destination back to the client. When the server has a message to send to the client it sends a HANDLE NOTIFY command.
 
@@ -1471,28 +1281,6 @@ class HandleNotify(Structure):
     """If 1, the server considers the message to have already been delivered to the client at some past time.  This is a hint which the client can use to double-check that it has not already processed the message."""
     dest_name: str = ""
     """The full name of the destination from which the message came. Note: this field is not set when 'partial' is 1.  I.E. you expect it only on the last fragment of a message."""
-
-    def __init__(
-        self,
-        handle_id: int,
-        message_nbr: int,
-        fragment_size: int,
-        partial: bool = False,
-        out_of_band: bool = False,
-        recovery: bool = False,
-        delivered: bool = False,
-        redelivered: bool = False,
-        dest_name: str = "",
-    ) -> None:
-        self.handle_id = handle_id
-        self.message_nbr = message_nbr
-        self.fragment_size = fragment_size
-        self.partial = partial
-        self.out_of_band = out_of_band
-        self.recovery = recovery
-        self.delivered = delivered
-        self.redelivered = redelivered
-        self.dest_name = dest_name
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -1559,7 +1347,7 @@ def _encode_handle_notify(msg: HandleNotify, parts: list[bytes]) -> None:
     parts.append(dest_name_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleIndex(Structure):
     """Server provides client with the list of messages waiting on the destination. The server responds to a HANDLE QUERY command with a HANDLE INDEX command.
 
@@ -1578,11 +1366,6 @@ class HandleIndex(Structure):
     """If non-zero, this is the highest message-nbr contained in the message list and there are further messages available to inspect."""
     message_list: bytes
     """A list of message ID's available. This list is formatted as an ASCII string delimited by spaces and hyphens, E.G. "0 5 9 15-40 80"."""
-
-    def __init__(self, handle_id: int, message_nbr: int, message_list: bytes) -> None:
-        self.handle_id = handle_id
-        self.message_nbr = message_nbr
-        self.message_list = message_list
 
 
 _HANDLE_INDEX_0 = struct.Struct(">HIH")
@@ -1609,7 +1392,7 @@ def _encode_handle_index(msg: HandleIndex, parts: list[bytes]) -> None:
     parts.append(message_list_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandlePrepare(Structure):
     """Client asks server, or server asks client, to prepare space for a large message. The HANDLE PREPARE command carries the message header plus zero or more octets of body data, as for a HANDLE SEND command.
 
@@ -1633,11 +1416,6 @@ class HandlePrepare(Structure):
     """The amount of data provided after the frame; the size of the message header plus zero or more octets of body data."""
     content_hash: str
     """The SHA1 hash of the message contents.  The SHA1 algorithm provides a standard cryptographic hash.  The recipient (server or client) will store this hash and when the message has been fully received, recalculate and check it. May be empty, in which case no validation will be done."""
-
-    def __init__(self, handle_id: int, fragment_size: int, content_hash: str) -> None:
-        self.handle_id = handle_id
-        self.fragment_size = fragment_size
-        self.content_hash = content_hash
 
     def following(self) -> int:
         """Octets that follow this frame on the stream, outside any framing."""
@@ -1668,7 +1446,7 @@ def _encode_handle_prepare(msg: HandlePrepare, parts: list[bytes]) -> None:
     parts.append(content_hash_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleReady(Structure):
     """Server tells client that a specified message can be transferred. The party receiving HANDLE PREPARE answers with HANDLE READY.
 
@@ -1685,10 +1463,6 @@ class HandleReady(Structure):
     """The handle reference chosen by the client, must be open."""
     message_size: int
     """The amount of message data already stored, in case the message was previously transferred and the transfer broken off.  In the case of new messages, will be the size of the body data provided in the HANDLE PREPARE command."""
-
-    def __init__(self, handle_id: int, message_size: int) -> None:
-        self.handle_id = handle_id
-        self.message_size = message_size
 
 
 _HANDLE_READY_0 = struct.Struct(">HI")
@@ -1717,7 +1491,7 @@ def _frame_handle_ready(msg: HandleReady) -> bytes:
     return _HANDLE_READY_FRAME.pack(8, 0x2C, msg.handle_id, msg.message_size, 0xCE)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleReply(Structure):
     """Server confirms a destination command. The server may confirm destination commands - when the client asks for this - using HANDLE REPLY.
 
@@ -1738,12 +1512,6 @@ class HandleReply(Structure):
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, handle_id: int, confirm_tag: int, reply_code: int, reply_text: str) -> None:
-        self.handle_id = handle_id
-        self.confirm_tag = confirm_tag
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _HANDLE_REPLY_0 = struct.Struct(">HHHB")
@@ -1772,7 +1540,7 @@ def _encode_handle_reply(msg: HandleReply, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class HandleClose(Structure):
     """Either party closes access to the destination, the other confirms. Either party can close a handle at any time by sending HANDLE CLOSE.
 
@@ -1791,11 +1559,6 @@ class HandleClose(Structure):
     """The reply code. The AMQ reply codes are defined in AMQ RFC 011."""
     reply_text: str
     """The localised reply text."""
-
-    def __init__(self, handle_id: int, reply_code: int, reply_text: str) -> None:
-        self.handle_id = handle_id
-        self.reply_code = reply_code
-        self.reply_text = reply_text
 
 
 _HANDLE_CLOSE_0 = struct.Struct(">HHB")

@@ -9,10 +9,9 @@ and re-exports them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import Argument, PublishedMessage, SubBatchEntry
 
@@ -20,7 +19,7 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Publish(Structure):
     """Publish: Publish one-way message, key 0x0000, version 1, sent by the client.
 
@@ -37,10 +36,6 @@ class Publish(Structure):
     stream: str | None
     """the name of the stream"""
     published_messages: list[PublishedMessage]
-
-    def __init__(self, stream: str | None, published_messages: list[PublishedMessage]) -> None:
-        self.stream = stream
-        self.published_messages = published_messages
 
 
 _PUBLISH_0 = struct.Struct(">h")
@@ -160,7 +155,7 @@ def _encode_publish(msg: Publish, parts: list[bytes], seal_checksums: bool) -> N
             )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubscribeRequest(Structure):
     """Subscribe: Subscribe request, key 0x0002, version 1, sent by the client.
 
@@ -183,14 +178,6 @@ class SubscribeRequest(Structure):
     """the name of the stream"""
     offset: int
     """the offset to start consuming from"""
-
-    def __init__(
-        self, correlation_id: int, subscription_id: int, stream: str | None, offset: int
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.subscription_id = subscription_id
-        self.stream = stream
-        self.offset = offset
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">iih")
@@ -239,7 +226,7 @@ def _encode_subscribe_request(
     parts.append(_SUBSCRIBE_REQUEST_1.pack(msg.offset))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Credit(Structure):
     """Credit: Credit one-way message, key 0x0004, version 1, sent by the client.
 
@@ -256,10 +243,6 @@ class Credit(Structure):
     subscription_id: int
     credit: int
     """the number of chunks that can be sent"""
-
-    def __init__(self, subscription_id: int, credit: int) -> None:
-        self.subscription_id = subscription_id
-        self.credit = credit
 
 
 _CREDIT_0 = struct.Struct(">ih")
@@ -288,7 +271,7 @@ def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
     return _CREDIT_FRAME.pack(10, 0x0004, 1, msg.subscription_id, msg.credit)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class UnsubscribeRequest(Structure):
     """Unsubscribe: Unsubscribe request, key 0x0005, version 1, sent by the client.
 
@@ -305,10 +288,6 @@ class UnsubscribeRequest(Structure):
 
     correlation_id: int
     subscription_id: int
-
-    def __init__(self, correlation_id: int, subscription_id: int) -> None:
-        self.correlation_id = correlation_id
-        self.subscription_id = subscription_id
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">ii")
@@ -341,7 +320,7 @@ def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) ->
     return _UNSUBSCRIBE_REQUEST_FRAME.pack(12, 0x0005, 1, msg.correlation_id, msg.subscription_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataRequest(Structure):
     """MetadataQuery: Metadata request, key 0x0008, version 1, sent by the client.
 
@@ -358,10 +337,6 @@ class MetadataRequest(Structure):
 
     correlation_id: int
     stream: list[str | None]
-
-    def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
 
 
 _METADATA_REQUEST_0 = struct.Struct(">ii")
@@ -414,7 +389,7 @@ def _encode_metadata_request(
             parts.append(item_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0009, version 1, sent by the client.
 
@@ -430,9 +405,6 @@ class SaslHandshakeRequest(Structure):
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
 
     correlation_id: int
-
-    def __init__(self, correlation_id: int) -> None:
-        self.correlation_id = correlation_id
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">i")
@@ -465,7 +437,7 @@ def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: boo
     return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0009, 1, msg.correlation_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x000a, version 1, sent by the client.
 
@@ -483,13 +455,6 @@ class SaslAuthenticateRequest(Structure):
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
-
-    def __init__(
-        self, correlation_id: int, mechanism: str | None, sasl_opaque_data: bytes | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.mechanism = mechanism
-        self.sasl_opaque_data = sasl_opaque_data
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">ih")
@@ -555,7 +520,7 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TuneResponse(Structure):
     """TuneResponse: Tune response, key 0x000b, version 1, sent by the client.
 
@@ -573,10 +538,6 @@ class TuneResponse(Structure):
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
-
-    def __init__(self, frame_max: int, heartbeat: int) -> None:
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">ii")
@@ -605,7 +566,7 @@ def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
     return _TUNE_RESPONSE_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class OpenRequest(Structure):
     """OpenRequest: Open request, key 0x000c, version 1, sent by the client.
 
@@ -622,10 +583,6 @@ class OpenRequest(Structure):
 
     correlation_id: int
     virtual_host: str | None
-
-    def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.virtual_host = virtual_host
 
 
 _OPEN_REQUEST_0 = struct.Struct(">ih")
@@ -663,7 +620,7 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateRequest(Structure):
     """Create: Create request, key 0x03e6, version 1, sent by the client.
 
@@ -681,11 +638,6 @@ class CreateRequest(Structure):
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
-
-    def __init__(self, correlation_id: int, stream: str | None, arguments: list[Argument]) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
-        self.arguments = arguments
 
 
 _CREATE_REQUEST_0 = struct.Struct(">ih")
@@ -780,7 +732,7 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteRequest(Structure):
     """Delete: Delete request, key 0x03e7, version 1, sent by the client.
 
@@ -797,10 +749,6 @@ class DeleteRequest(Structure):
 
     correlation_id: int
     stream: str | None
-
-    def __init__(self, correlation_id: int, stream: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
 
 
 _DELETE_REQUEST_0 = struct.Struct(">ih")

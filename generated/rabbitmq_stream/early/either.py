@@ -9,17 +9,16 @@ and re-exports them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x000d, version 1, sent by both peers.
 
@@ -37,11 +36,6 @@ class CloseRequest(Structure):
     correlation_id: int
     closing_code: int
     closing_reason: str | None
-
-    def __init__(self, correlation_id: int, closing_code: int, closing_reason: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.closing_code = closing_code
-        self.closing_reason = closing_reason
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">ihh")
@@ -83,7 +77,7 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CloseResponse(Structure):
     """CloseResponse: Close response, key 0x000d, version 1, sent by both peers.
 
@@ -99,10 +93,6 @@ class CloseResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">ih")
@@ -131,7 +121,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
     return _CLOSE_RESPONSE_FRAME.pack(10, 0x000D, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Heartbeat(Structure):
     """Heartbeat: Heartbeat one-way message, key 0x000e, version 1, sent by both peers.
 
@@ -144,11 +134,6 @@ class Heartbeat(Structure):
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
-
-    def __init__(
-        self,
-    ) -> None:
-        pass
 
 
 def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:

@@ -12,10 +12,9 @@ import operator
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import (
     Broker,
@@ -31,7 +30,7 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0001, version 1, sent by the server.
 
@@ -47,9 +46,6 @@ class PublishConfirm(Structure):
 
     publishing_ids: list[int]
     """to correlate with the messages sent"""
-
-    def __init__(self, publishing_ids: list[int]) -> None:
-        self.publishing_ids = publishing_ids
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">i")
@@ -77,7 +73,7 @@ def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checks
     parts.append(struct.pack(f">{len(msg.publishing_ids)}q", *msg.publishing_ids))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubscribeResponse(Structure):
     """The frame structure's generic response.
 
@@ -93,10 +89,6 @@ class SubscribeResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
@@ -129,7 +121,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
     return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0002, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Deliver(Structure):
     """NB: See the Osiris project for details on the structure of messages.
 
@@ -145,10 +137,6 @@ class Deliver(Structure):
 
     subscription_id: int
     osiris_chunk: OsirisChunk
-
-    def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
-        self.subscription_id = subscription_id
-        self.osiris_chunk = osiris_chunk
 
 
 _DELIVER_0 = struct.Struct(">ibHIQQII")
@@ -366,7 +354,7 @@ def _encode_deliver(msg: Deliver, parts: list[bytes], seal_checksums: bool) -> N
         parts[checksum_part] = part[:27] + struct.pack(">I", crc) + part[31:]
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class UnsubscribeResponse(Structure):
     """The frame structure's generic response.
 
@@ -382,10 +370,6 @@ class UnsubscribeResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">ih")
@@ -418,7 +402,7 @@ def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) 
     return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x0005, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishError(Structure):
     """PublishError: PublishError one-way message, key 0x0006, version 1, sent by the server.
 
@@ -433,9 +417,6 @@ class PublishError(Structure):
     SENDER: ClassVar[str] = "server"
 
     publishing_error: list[PublishingError]
-
-    def __init__(self, publishing_error: list[PublishingError]) -> None:
-        self.publishing_error = publishing_error
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">i")
@@ -470,7 +451,7 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0007, version 1, sent by the server.
 
@@ -485,9 +466,6 @@ class MetadataUpdate(Structure):
     SENDER: ClassVar[str] = "server"
 
     metadata_info: MetadataInfo
-
-    def __init__(self, metadata_info: MetadataInfo) -> None:
-        self.metadata_info = metadata_info
 
 
 _METADATA_UPDATE_0 = struct.Struct(">hh")
@@ -532,7 +510,7 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataResponse(Structure):
     """MetadataResponse: Metadata response, key 0x0008, version 1, sent by the server.
 
@@ -549,13 +527,6 @@ class MetadataResponse(Structure):
     correlation_id: int
     broker: list[Broker]
     stream_metadata: list[StreamMetadata]
-
-    def __init__(
-        self, correlation_id: int, broker: list[Broker], stream_metadata: list[StreamMetadata]
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.broker = broker
-        self.stream_metadata = stream_metadata
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">ii")
@@ -684,7 +655,7 @@ def _encode_metadata_response(
         )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslHandshakeResponse(Structure):
     """SaslHandshakeResponse: SaslHandshake response, key 0x0009, version 1, sent by the server.
 
@@ -701,13 +672,6 @@ class SaslHandshakeResponse(Structure):
     correlation_id: int
     response_code: int
     mechanism: list[str | None]
-
-    def __init__(
-        self, correlation_id: int, response_code: int, mechanism: list[str | None]
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.mechanism = mechanism
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">ihi")
@@ -762,7 +726,7 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x000a, version 1, sent by the server.
 
@@ -779,13 +743,6 @@ class SaslAuthenticateResponse(Structure):
     correlation_id: int
     response_code: int
     sasl_opaque_data: bytes | None
-
-    def __init__(
-        self, correlation_id: int, response_code: int, sasl_opaque_data: bytes | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.sasl_opaque_data = sasl_opaque_data
 
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">ihi")
@@ -834,7 +791,7 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TuneRequest(Structure):
     """TuneRequest: Tune request, key 0x000b, version 1, sent by the server.
 
@@ -853,10 +810,6 @@ class TuneRequest(Structure):
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
-
-    def __init__(self, frame_max: int, heartbeat: int) -> None:
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
 
 
 _TUNE_REQUEST_0 = struct.Struct(">ii")
@@ -885,7 +838,7 @@ def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
     return _TUNE_REQUEST_FRAME.pack(12, 0x000B, 1, msg.frame_max, msg.heartbeat)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x000c, version 1, sent by the server.
 
@@ -901,10 +854,6 @@ class OpenResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">ih")
@@ -933,7 +882,7 @@ def _frame_open_response(msg: OpenResponse, seal_checksums: bool) -> bytes:
     return _OPEN_RESPONSE_FRAME.pack(10, 0x000C, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateResponse(Structure):
     """The frame structure's generic response.
 
@@ -949,10 +898,6 @@ class CreateResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">ih")
@@ -983,7 +928,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
     return _CREATE_RESPONSE_FRAME.pack(10, 0x03E6, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteResponse(Structure):
     """The frame structure's generic response.
 
@@ -999,10 +944,6 @@ class DeleteResponse(Structure):
 
     correlation_id: int
     response_code: int
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">ih")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..base import Structure
+from ..base import Structure, structure
 from ..errors import DecodeError, EncodeError
 from ..records import compress, decompress, join, split
 
@@ -18,19 +18,15 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Argument(Structure):
     """Argument."""
 
     key: str | None
     value: str | None
 
-    def __init__(self, key: str | None, value: str | None) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Broker(Structure):
     """Broker."""
 
@@ -38,13 +34,8 @@ class Broker(Structure):
     host: str | None
     port: int
 
-    def __init__(self, reference: int, host: str | None, port: int) -> None:
-        self.reference = reference
-        self.host = host
-        self.port = port
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataInfo(Structure):
     """MetadataInfo."""
 
@@ -52,10 +43,6 @@ class MetadataInfo(Structure):
     """code to identify the information"""
     stream: str | None
     """the stream implied"""
-
-    def __init__(self, code: int, stream: str | None) -> None:
-        self.code = code
-        self.stream = stream
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -114,7 +101,7 @@ class OsirisChunk(Structure):
         ) = None
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishedMessage(Structure):
     """PublishedMessage."""
 
@@ -123,12 +110,8 @@ class PublishedMessage(Structure):
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
-    def __init__(self, publishing_id: int, message: bytes | SubBatchEntry) -> None:
-        self.publishing_id = publishing_id
-        self.message = message
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishingError(Structure):
     """PublishingError."""
 
@@ -136,12 +119,8 @@ class PublishingError(Structure):
     code: int
     """code to identify the problem"""
 
-    def __init__(self, publishing_id: int, code: int) -> None:
-        self.publishing_id = publishing_id
-        self.code = code
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SimpleEntry(Structure):
     """SimpleEntry."""
 
@@ -150,12 +129,8 @@ class SimpleEntry(Structure):
     data: bytes
     """the message as published"""
 
-    def __init__(self, size: int, data: bytes) -> None:
-        self.size = size
-        self.data = data
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class StreamMetadata(Structure):
     """StreamMetadata."""
 
@@ -164,20 +139,8 @@ class StreamMetadata(Structure):
     leader_reference: int
     replicas_references: list[int]
 
-    def __init__(
-        self,
-        stream_name: str | None,
-        response_code: int,
-        leader_reference: int,
-        replicas_references: list[int],
-    ) -> None:
-        self.stream_name = stream_name
-        self.response_code = response_code
-        self.leader_reference = leader_reference
-        self.replicas_references = replicas_references
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubBatchEntry(Structure):
     """SubBatchEntry."""
 
@@ -189,22 +152,6 @@ class SubBatchEntry(Structure):
     length: int
     data: bytes
     """the records, compressed as CompressionType says; records() gives them back"""
-
-    def __init__(
-        self,
-        compression_type: int,
-        reserved: int,
-        num_records: int,
-        uncompressed_length: int,
-        length: int,
-        data: bytes,
-    ) -> None:
-        self.compression_type = compression_type
-        self.reserved = reserved
-        self.num_records = num_records
-        self.uncompressed_length = uncompressed_length
-        self.length = length
-        self.data = data
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.

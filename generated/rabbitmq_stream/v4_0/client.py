@@ -9,10 +9,9 @@ and re-exports them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import (
     Argument,
@@ -30,7 +29,7 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeclarePublisherRequest(Structure):
     """DeclarePublisherRequest: DeclarePublisher request, key 0x0001, version 1, sent by the client.
 
@@ -50,14 +49,6 @@ class DeclarePublisherRequest(Structure):
     publisher_reference: str
     """max 256 characters; empty (never null) when the publisher has no reference"""
     stream: str | None
-
-    def __init__(
-        self, correlation_id: int, publisher_id: int, publisher_reference: str, stream: str | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.publisher_id = publisher_id
-        self.publisher_reference = publisher_reference
-        self.stream = stream
 
 
 _DECLARE_PUBLISHER_REQUEST_0 = struct.Struct(">IBh")
@@ -126,7 +117,7 @@ def _encode_declare_publisher_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishV1(Structure):
     """1. Use version 1 if there is no filter value.
 
@@ -144,12 +135,6 @@ class PublishV1(Structure):
 
     publisher_id: int
     published_messages: list[PublishV1PublishedMessage]
-
-    def __init__(
-        self, publisher_id: int, published_messages: list[PublishV1PublishedMessage]
-    ) -> None:
-        self.publisher_id = publisher_id
-        self.published_messages = published_messages
 
 
 _PUBLISH_V1_0 = struct.Struct(">Bi")
@@ -251,7 +236,7 @@ def _encode_publish_v1(msg: PublishV1, parts: list[bytes], seal_checksums: bool)
             )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishV2(Structure):
     """1. Use version 1 if there is no filter value.
 
@@ -269,12 +254,6 @@ class PublishV2(Structure):
 
     publisher_id: int
     published_messages: list[PublishV2PublishedMessage]
-
-    def __init__(
-        self, publisher_id: int, published_messages: list[PublishV2PublishedMessage]
-    ) -> None:
-        self.publisher_id = publisher_id
-        self.published_messages = published_messages
 
 
 _PUBLISH_V2_0 = struct.Struct(">Bi")
@@ -399,7 +378,7 @@ def _encode_publish_v2(msg: PublishV2, parts: list[bytes], seal_checksums: bool)
             )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueryPublisherSequenceRequest(Structure):
     """QueryPublisherRequest: QueryPublisherSequence request, key 0x0005, version 1, sent by the client.
 
@@ -418,13 +397,6 @@ class QueryPublisherSequenceRequest(Structure):
     publisher_reference: str | None
     """max 256 characters"""
     stream: str | None
-
-    def __init__(
-        self, correlation_id: int, publisher_reference: str | None, stream: str | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.publisher_reference = publisher_reference
-        self.stream = stream
 
 
 _QUERY_PUBLISHER_SEQUENCE_REQUEST_0 = struct.Struct(">Ih")
@@ -508,7 +480,7 @@ def _encode_query_publisher_sequence_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeletePublisherRequest(Structure):
     """DeletePublisherRequest: DeletePublisher request, key 0x0006, version 1, sent by the client.
 
@@ -525,10 +497,6 @@ class DeletePublisherRequest(Structure):
 
     correlation_id: int
     publisher_id: int
-
-    def __init__(self, correlation_id: int, publisher_id: int) -> None:
-        self.correlation_id = correlation_id
-        self.publisher_id = publisher_id
 
 
 _DELETE_PUBLISHER_REQUEST_0 = struct.Struct(">IB")
@@ -561,7 +529,7 @@ def _frame_delete_publisher_request(msg: DeletePublisherRequest, seal_checksums:
     return _DELETE_PUBLISHER_REQUEST_FRAME.pack(9, 0x0006, 1, msg.correlation_id, msg.publisher_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubscribeRequest(Structure):
     """NB: Timestamp is Erlang system time, milliseconds from epoch
 
@@ -595,22 +563,6 @@ class SubscribeRequest(Structure):
     offset_specification: SubscribeRequestOffsetSpecification
     credit: int
     properties: list[Property]
-
-    def __init__(
-        self,
-        correlation_id: int,
-        subscription_id: int,
-        stream: str | None,
-        offset_specification: SubscribeRequestOffsetSpecification,
-        credit: int,
-        properties: list[Property],
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.subscription_id = subscription_id
-        self.stream = stream
-        self.offset_specification = offset_specification
-        self.credit = credit
-        self.properties = properties
 
 
 _SUBSCRIBE_REQUEST_0 = struct.Struct(">IBh")
@@ -761,7 +713,7 @@ def _encode_subscribe_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Credit(Structure):
     """NB: the server sent a response only in case of problem, e.g. crediting an unknown subscription.
 
@@ -778,10 +730,6 @@ class Credit(Structure):
     subscription_id: int
     credit: int
     """the number of chunks that can be sent"""
-
-    def __init__(self, subscription_id: int, credit: int) -> None:
-        self.subscription_id = subscription_id
-        self.credit = credit
 
 
 _CREDIT_0 = struct.Struct(">BH")
@@ -810,7 +758,7 @@ def _frame_credit(msg: Credit, seal_checksums: bool) -> bytes:
     return _CREDIT_FRAME.pack(7, 0x0009, 1, msg.subscription_id, msg.credit)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class StoreOffset(Structure):
     """StoreOffset: StoreOffset one-way message, key 0x000a, version 1, sent by the client.
 
@@ -829,11 +777,6 @@ class StoreOffset(Structure):
     stream: str | None
     """the name of the stream"""
     offset: int
-
-    def __init__(self, reference: str | None, stream: str | None, offset: int) -> None:
-        self.reference = reference
-        self.stream = stream
-        self.offset = offset
 
 
 _STORE_OFFSET_0 = struct.Struct(">h")
@@ -895,7 +838,7 @@ def _encode_store_offset(msg: StoreOffset, parts: list[bytes], seal_checksums: b
     parts.append(_STORE_OFFSET_2.pack(msg.offset))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueryOffsetRequest(Structure):
     """QueryOffsetRequest: QueryOffset request, key 0x000b, version 1, sent by the client.
 
@@ -914,11 +857,6 @@ class QueryOffsetRequest(Structure):
     reference: str | None
     """max 256 characters"""
     stream: str | None
-
-    def __init__(self, correlation_id: int, reference: str | None, stream: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.reference = reference
-        self.stream = stream
 
 
 _QUERY_OFFSET_REQUEST_0 = struct.Struct(">Ih")
@@ -983,7 +921,7 @@ def _encode_query_offset_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class UnsubscribeRequest(Structure):
     """Unsubscribe: Unsubscribe request, key 0x000c, version 1, sent by the client.
 
@@ -1000,10 +938,6 @@ class UnsubscribeRequest(Structure):
 
     correlation_id: int
     subscription_id: int
-
-    def __init__(self, correlation_id: int, subscription_id: int) -> None:
-        self.correlation_id = correlation_id
-        self.subscription_id = subscription_id
 
 
 _UNSUBSCRIBE_REQUEST_0 = struct.Struct(">IB")
@@ -1036,7 +970,7 @@ def _frame_unsubscribe_request(msg: UnsubscribeRequest, seal_checksums: bool) ->
     return _UNSUBSCRIBE_REQUEST_FRAME.pack(9, 0x000C, 1, msg.correlation_id, msg.subscription_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateRequest(Structure):
     """Create: Create request, key 0x000d, version 1, sent by the client.
 
@@ -1054,11 +988,6 @@ class CreateRequest(Structure):
     correlation_id: int
     stream: str | None
     arguments: list[Argument]
-
-    def __init__(self, correlation_id: int, stream: str | None, arguments: list[Argument]) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
-        self.arguments = arguments
 
 
 _CREATE_REQUEST_0 = struct.Struct(">Ih")
@@ -1153,7 +1082,7 @@ def _encode_create_request(msg: CreateRequest, parts: list[bytes], seal_checksum
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteRequest(Structure):
     """Delete: Delete request, key 0x000e, version 1, sent by the client.
 
@@ -1170,10 +1099,6 @@ class DeleteRequest(Structure):
 
     correlation_id: int
     stream: str | None
-
-    def __init__(self, correlation_id: int, stream: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
 
 
 _DELETE_REQUEST_0 = struct.Struct(">Ih")
@@ -1209,7 +1134,7 @@ def _encode_delete_request(msg: DeleteRequest, parts: list[bytes], seal_checksum
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataRequest(Structure):
     """MetadataQuery: Metadata request, key 0x000f, version 1, sent by the client.
 
@@ -1226,10 +1151,6 @@ class MetadataRequest(Structure):
 
     correlation_id: int
     stream: list[str | None]
-
-    def __init__(self, correlation_id: int, stream: list[str | None]) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
 
 
 _METADATA_REQUEST_0 = struct.Struct(">Ii")
@@ -1282,7 +1203,7 @@ def _encode_metadata_request(
             parts.append(item_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PeerPropertiesRequest(Structure):
     """PeerPropertiesRequest: PeerProperties request, key 0x0011, version 1, sent by the client.
 
@@ -1299,10 +1220,6 @@ class PeerPropertiesRequest(Structure):
 
     correlation_id: int
     peer_properties: list[PeerProperty]
-
-    def __init__(self, correlation_id: int, peer_properties: list[PeerProperty]) -> None:
-        self.correlation_id = correlation_id
-        self.peer_properties = peer_properties
 
 
 _PEER_PROPERTIES_REQUEST_0 = struct.Struct(">Ii")
@@ -1379,7 +1296,7 @@ def _encode_peer_properties_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslHandshakeRequest(Structure):
     """SaslHandshakeRequest: SaslHandshake request, key 0x0012, version 1, sent by the client.
 
@@ -1395,9 +1312,6 @@ class SaslHandshakeRequest(Structure):
     REPLIES: ClassVar[tuple[str, ...]] = ("SaslHandshakeResponse",)
 
     correlation_id: int
-
-    def __init__(self, correlation_id: int) -> None:
-        self.correlation_id = correlation_id
 
 
 _SASL_HANDSHAKE_REQUEST_0 = struct.Struct(">I")
@@ -1430,7 +1344,7 @@ def _frame_sasl_handshake_request(msg: SaslHandshakeRequest, seal_checksums: boo
     return _SASL_HANDSHAKE_REQUEST_FRAME.pack(8, 0x0012, 1, msg.correlation_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslAuthenticateRequest(Structure):
     """SaslAuthenticateRequest: SaslAuthenticate request, key 0x0013, version 1, sent by the client.
 
@@ -1448,13 +1362,6 @@ class SaslAuthenticateRequest(Structure):
     correlation_id: int
     mechanism: str | None
     sasl_opaque_data: bytes | None
-
-    def __init__(
-        self, correlation_id: int, mechanism: str | None, sasl_opaque_data: bytes | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.mechanism = mechanism
-        self.sasl_opaque_data = sasl_opaque_data
 
 
 _SASL_AUTHENTICATE_REQUEST_0 = struct.Struct(">Ih")
@@ -1520,7 +1427,7 @@ def _encode_sasl_authenticate_request(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TuneResponse(Structure):
     """TuneResponse: Tune response, key 0x0014, version 1, sent by the client.
 
@@ -1538,10 +1445,6 @@ class TuneResponse(Structure):
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
-
-    def __init__(self, frame_max: int, heartbeat: int) -> None:
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
 
 
 _TUNE_RESPONSE_0 = struct.Struct(">II")
@@ -1570,7 +1473,7 @@ def _frame_tune_response(msg: TuneResponse, seal_checksums: bool) -> bytes:
     return _TUNE_RESPONSE_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class OpenRequest(Structure):
     """OpenRequest: Open request, key 0x0015, version 1, sent by the client.
 
@@ -1587,10 +1490,6 @@ class OpenRequest(Structure):
 
     correlation_id: int
     virtual_host: str | None
-
-    def __init__(self, correlation_id: int, virtual_host: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.virtual_host = virtual_host
 
 
 _OPEN_REQUEST_0 = struct.Struct(">Ih")
@@ -1628,7 +1527,7 @@ def _encode_open_request(msg: OpenRequest, parts: list[bytes], seal_checksums: b
         parts.append(virtual_host_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class RouteRequest(Structure):
     """RouteQuery: Route request, key 0x0018, version 1, sent by the client.
 
@@ -1646,13 +1545,6 @@ class RouteRequest(Structure):
     correlation_id: int
     routing_key: str | None
     super_stream: str | None
-
-    def __init__(
-        self, correlation_id: int, routing_key: str | None, super_stream: str | None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.routing_key = routing_key
-        self.super_stream = super_stream
 
 
 _ROUTE_REQUEST_0 = struct.Struct(">Ih")
@@ -1711,7 +1603,7 @@ def _encode_route_request(msg: RouteRequest, parts: list[bytes], seal_checksums:
         parts.append(super_stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PartitionsRequest(Structure):
     """PartitionsQuery: Partitions request, key 0x0019, version 1, sent by the client.
 
@@ -1728,10 +1620,6 @@ class PartitionsRequest(Structure):
 
     correlation_id: int
     super_stream: str | None
-
-    def __init__(self, correlation_id: int, super_stream: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.super_stream = super_stream
 
 
 _PARTITIONS_REQUEST_0 = struct.Struct(">Ih")
@@ -1775,7 +1663,7 @@ def _encode_partitions_request(
         parts.append(super_stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConsumerUpdateResponse(Structure):
     """ConsumerUpdateResponse: ConsumerUpdate response, key 0x801a, version 1, sent by the client.
 
@@ -1793,16 +1681,6 @@ class ConsumerUpdateResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     offset_specification: ConsumerUpdateResponseOffsetSpecification
-
-    def __init__(
-        self,
-        correlation_id: int,
-        response_code: int,
-        offset_specification: ConsumerUpdateResponseOffsetSpecification,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.offset_specification = offset_specification
 
 
 _CONSUMER_UPDATE_RESPONSE_0 = struct.Struct(">IHH")
@@ -1878,7 +1756,7 @@ def _encode_consumer_update_response(
         )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeCommandVersionsRequest(Structure):
     """CommandVersionsExchangeRequest: ExchangeCommandVersions request, key 0x001b, version 1, sent by the client.
 
@@ -1895,10 +1773,6 @@ class ExchangeCommandVersionsRequest(Structure):
 
     correlation_id: int
     command: list[Command]
-
-    def __init__(self, correlation_id: int, command: list[Command]) -> None:
-        self.correlation_id = correlation_id
-        self.command = command
 
 
 _EXCHANGE_COMMAND_VERSIONS_REQUEST_0 = struct.Struct(">Ii")
@@ -1955,7 +1829,7 @@ def _encode_exchange_command_versions_request(
         )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class StreamStatsRequest(Structure):
     """StreamStatsRequest: StreamStats request, key 0x001c, version 1, sent by the client.
 
@@ -1972,10 +1846,6 @@ class StreamStatsRequest(Structure):
 
     correlation_id: int
     stream: str | None
-
-    def __init__(self, correlation_id: int, stream: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.stream = stream
 
 
 _STREAM_STATS_REQUEST_0 = struct.Struct(">Ih")
@@ -2017,7 +1887,7 @@ def _encode_stream_stats_request(
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateSuperStreamRequest(Structure):
     """CreateSuperStream: CreateSuperStream request, key 0x001d, version 1, sent by the client.
 
@@ -2037,20 +1907,6 @@ class CreateSuperStreamRequest(Structure):
     partition: list[str | None]
     binding_key: list[str | None]
     arguments: list[Argument]
-
-    def __init__(
-        self,
-        correlation_id: int,
-        name: str | None,
-        partition: list[str | None],
-        binding_key: list[str | None],
-        arguments: list[Argument],
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.name = name
-        self.partition = partition
-        self.binding_key = binding_key
-        self.arguments = arguments
 
 
 _CREATE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")
@@ -2243,7 +2099,7 @@ def _encode_create_super_stream_request(
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteSuperStreamRequest(Structure):
     """Delete: DeleteSuperStream request, key 0x001e, version 1, sent by the client.
 
@@ -2260,10 +2116,6 @@ class DeleteSuperStreamRequest(Structure):
 
     correlation_id: int
     name: str | None
-
-    def __init__(self, correlation_id: int, name: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.name = name
 
 
 _DELETE_SUPER_STREAM_REQUEST_0 = struct.Struct(">Ih")

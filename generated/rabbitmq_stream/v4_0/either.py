@@ -9,17 +9,16 @@ and re-exports them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, _bad_length, _truncated
 
 FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CloseRequest(Structure):
     """CloseRequest: Close request, key 0x0016, version 1, sent by both peers.
 
@@ -37,11 +36,6 @@ class CloseRequest(Structure):
     correlation_id: int
     closing_code: int
     closing_reason: str | None
-
-    def __init__(self, correlation_id: int, closing_code: int, closing_reason: str | None) -> None:
-        self.correlation_id = correlation_id
-        self.closing_code = closing_code
-        self.closing_reason = closing_reason
 
 
 _CLOSE_REQUEST_0 = struct.Struct(">IHh")
@@ -83,7 +77,7 @@ def _encode_close_request(msg: CloseRequest, parts: list[bytes], seal_checksums:
         parts.append(closing_reason_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CloseResponse(Structure):
     """CloseResponse: Close response, key 0x8016, version 1, sent by both peers.
 
@@ -100,10 +94,6 @@ class CloseResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _CLOSE_RESPONSE_0 = struct.Struct(">IH")
@@ -132,7 +122,7 @@ def _frame_close_response(msg: CloseResponse, seal_checksums: bool) -> bytes:
     return _CLOSE_RESPONSE_FRAME.pack(10, 0x8016, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Heartbeat(Structure):
     """Heartbeat: Heartbeat one-way message, key 0x0017, version 1, sent by both peers.
 
@@ -145,11 +135,6 @@ class Heartbeat(Structure):
     VERSION: ClassVar[int] = 1
     KIND: ClassVar[str] = "oneway"
     SENDER: ClassVar[str] = "both"
-
-    def __init__(
-        self,
-    ) -> None:
-        pass
 
 
 def _decode_heartbeat(buf: Buffer, at: int, end: int, verify_checksums: bool) -> Heartbeat:

@@ -13,10 +13,9 @@ import operator
 import struct
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..base import Buffer, Structure
+from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import (
     Broker,
@@ -36,7 +35,7 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeclarePublisherResponse(Structure):
     """DeclarePublisherResponse: DeclarePublisher response, key 0x8001, version 1, sent by the server.
 
@@ -53,10 +52,6 @@ class DeclarePublisherResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _DECLARE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
@@ -93,7 +88,7 @@ def _frame_declare_publisher_response(msg: DeclarePublisherResponse, seal_checks
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishConfirm(Structure):
     """PublishConfirm: PublishConfirm one-way message, key 0x0003, version 1, sent by the server.
 
@@ -110,10 +105,6 @@ class PublishConfirm(Structure):
     publisher_id: int
     publishing_ids: list[int]
     """to correlate with the messages sent"""
-
-    def __init__(self, publisher_id: int, publishing_ids: list[int]) -> None:
-        self.publisher_id = publisher_id
-        self.publishing_ids = publishing_ids
 
 
 _PUBLISH_CONFIRM_0 = struct.Struct(">Bi")
@@ -141,7 +132,7 @@ def _encode_publish_confirm(msg: PublishConfirm, parts: list[bytes], seal_checks
     parts.append(struct.pack(f">{len(msg.publishing_ids)}Q", *msg.publishing_ids))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishError(Structure):
     """PublishError: PublishError one-way message, key 0x0004, version 1, sent by the server.
 
@@ -157,10 +148,6 @@ class PublishError(Structure):
 
     publisher_id: int
     publishing_error: list[PublishingError]
-
-    def __init__(self, publisher_id: int, publishing_error: list[PublishingError]) -> None:
-        self.publisher_id = publisher_id
-        self.publishing_error = publishing_error
 
 
 _PUBLISH_ERROR_0 = struct.Struct(">Bi")
@@ -195,7 +182,7 @@ def _encode_publish_error(msg: PublishError, parts: list[bytes], seal_checksums:
         parts.append(_PUBLISH_ERROR_1.pack(item.publishing_id, item.code))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueryPublisherSequenceResponse(Structure):
     """QueryPublisherResponse: QueryPublisherSequence response, key 0x8005, version 1, sent by the server.
 
@@ -213,11 +200,6 @@ class QueryPublisherSequenceResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     sequence: int
-
-    def __init__(self, correlation_id: int, response_code: int, sequence: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.sequence = sequence
 
 
 _QUERY_PUBLISHER_SEQUENCE_RESPONSE_0 = struct.Struct(">IHQ")
@@ -269,7 +251,7 @@ def _frame_query_publisher_sequence_response(
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeletePublisherResponse(Structure):
     """DeletePublisherResponse: DeletePublisher response, key 0x8006, version 1, sent by the server.
 
@@ -286,10 +268,6 @@ class DeletePublisherResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _DELETE_PUBLISHER_RESPONSE_0 = struct.Struct(">IH")
@@ -324,7 +302,7 @@ def _frame_delete_publisher_response(msg: DeletePublisherResponse, seal_checksum
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubscribeResponse(Structure):
     """The frame structure's generic response.
 
@@ -341,10 +319,6 @@ class SubscribeResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _SUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
@@ -377,7 +351,7 @@ def _frame_subscribe_response(msg: SubscribeResponse, seal_checksums: bool) -> b
     return _SUBSCRIBE_RESPONSE_FRAME.pack(10, 0x8007, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeliverV1(Structure):
     """NB: See the Osiris project for details on the structure of messages.
 
@@ -393,10 +367,6 @@ class DeliverV1(Structure):
 
     subscription_id: int
     osiris_chunk: OsirisChunk
-
-    def __init__(self, subscription_id: int, osiris_chunk: OsirisChunk) -> None:
-        self.subscription_id = subscription_id
-        self.osiris_chunk = osiris_chunk
 
 
 _DELIVER_V1_0 = struct.Struct(">BbbHIqQQIIIB3s")
@@ -632,7 +602,7 @@ def _encode_deliver_v1(msg: DeliverV1, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:33] + struct.pack(">I", crc) + part[37:]
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeliverV2(Structure):
     """NB: See the Osiris project for details on the structure of messages.
 
@@ -649,13 +619,6 @@ class DeliverV2(Structure):
     subscription_id: int
     committed_chunk_id: int
     osiris_chunk: OsirisChunk
-
-    def __init__(
-        self, subscription_id: int, committed_chunk_id: int, osiris_chunk: OsirisChunk
-    ) -> None:
-        self.subscription_id = subscription_id
-        self.committed_chunk_id = committed_chunk_id
-        self.osiris_chunk = osiris_chunk
 
 
 _DELIVER_V2_0 = struct.Struct(">BQbbHIqQQIIIB3s")
@@ -893,7 +856,7 @@ def _encode_deliver_v2(msg: DeliverV2, parts: list[bytes], seal_checksums: bool)
         parts[checksum_part] = part[:41] + struct.pack(">I", crc) + part[45:]
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreditResponse(Structure):
     """CreditResponse: Credit response, key 0x8009, version 1, sent by the server.
 
@@ -910,10 +873,6 @@ class CreditResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     subscription_id: int
-
-    def __init__(self, response_code: int, subscription_id: int) -> None:
-        self.response_code = response_code
-        self.subscription_id = subscription_id
 
 
 _CREDIT_RESPONSE_0 = struct.Struct(">HB")
@@ -944,7 +903,7 @@ def _frame_credit_response(msg: CreditResponse, seal_checksums: bool) -> bytes:
     return _CREDIT_RESPONSE_FRAME.pack(7, 0x8009, 1, msg.response_code, msg.subscription_id)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class QueryOffsetResponse(Structure):
     """QueryOffsetResponse: QueryOffset response, key 0x800b, version 1, sent by the server.
 
@@ -962,11 +921,6 @@ class QueryOffsetResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     offset: int
-
-    def __init__(self, correlation_id: int, response_code: int, offset: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.offset = offset
 
 
 _QUERY_OFFSET_RESPONSE_0 = struct.Struct(">IHQ")
@@ -1001,7 +955,7 @@ def _frame_query_offset_response(msg: QueryOffsetResponse, seal_checksums: bool)
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class UnsubscribeResponse(Structure):
     """UnsubscribeResponse: Unsubscribe response, key 0x800c, version 1, sent by the server.
 
@@ -1018,10 +972,6 @@ class UnsubscribeResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _UNSUBSCRIBE_RESPONSE_0 = struct.Struct(">IH")
@@ -1054,7 +1004,7 @@ def _frame_unsubscribe_response(msg: UnsubscribeResponse, seal_checksums: bool) 
     return _UNSUBSCRIBE_RESPONSE_FRAME.pack(10, 0x800C, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateResponse(Structure):
     """The frame structure's generic response.
 
@@ -1071,10 +1021,6 @@ class CreateResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _CREATE_RESPONSE_0 = struct.Struct(">IH")
@@ -1105,7 +1051,7 @@ def _frame_create_response(msg: CreateResponse, seal_checksums: bool) -> bytes:
     return _CREATE_RESPONSE_FRAME.pack(10, 0x800D, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteResponse(Structure):
     """The frame structure's generic response.
 
@@ -1122,10 +1068,6 @@ class DeleteResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _DELETE_RESPONSE_0 = struct.Struct(">IH")
@@ -1156,7 +1098,7 @@ def _frame_delete_response(msg: DeleteResponse, seal_checksums: bool) -> bytes:
     return _DELETE_RESPONSE_FRAME.pack(10, 0x800E, 1, msg.correlation_id, msg.response_code)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataResponse(Structure):
     """MetadataResponse: Metadata response, key 0x800f, version 1, sent by the server.
 
@@ -1173,13 +1115,6 @@ class MetadataResponse(Structure):
     correlation_id: int
     broker: list[Broker]
     stream_metadata: list[StreamMetadata]
-
-    def __init__(
-        self, correlation_id: int, broker: list[Broker], stream_metadata: list[StreamMetadata]
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.broker = broker
-        self.stream_metadata = stream_metadata
 
 
 _METADATA_RESPONSE_0 = struct.Struct(">Ii")
@@ -1308,7 +1243,7 @@ def _encode_metadata_response(
         )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataUpdate(Structure):
     """MetadataUpdate: MetadataUpdate one-way message, key 0x0010, version 1, sent by the server.
 
@@ -1323,9 +1258,6 @@ class MetadataUpdate(Structure):
     SENDER: ClassVar[str] = "server"
 
     metadata_info: MetadataInfo
-
-    def __init__(self, metadata_info: MetadataInfo) -> None:
-        self.metadata_info = metadata_info
 
 
 _METADATA_UPDATE_0 = struct.Struct(">Hh")
@@ -1370,7 +1302,7 @@ def _encode_metadata_update(msg: MetadataUpdate, parts: list[bytes], seal_checks
         parts.append(stream_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PeerPropertiesResponse(Structure):
     """PeerPropertiesResponse: PeerProperties response, key 0x8011, version 1, sent by the server.
 
@@ -1388,13 +1320,6 @@ class PeerPropertiesResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     peer_properties: list[PeerProperty]
-
-    def __init__(
-        self, correlation_id: int, response_code: int, peer_properties: list[PeerProperty]
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.peer_properties = peer_properties
 
 
 _PEER_PROPERTIES_RESPONSE_0 = struct.Struct(">IHi")
@@ -1485,7 +1410,7 @@ def _encode_peer_properties_response(
             parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslHandshakeResponse(Structure):
     """SaslHandshakeResponse: SaslHandshake response, key 0x8012, version 1, sent by the server.
 
@@ -1503,13 +1428,6 @@ class SaslHandshakeResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     mechanisms: list[str | None]
-
-    def __init__(
-        self, correlation_id: int, response_code: int, mechanisms: list[str | None]
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.mechanisms = mechanisms
 
 
 _SASL_HANDSHAKE_RESPONSE_0 = struct.Struct(">IHi")
@@ -1566,7 +1484,7 @@ def _encode_sasl_handshake_response(
             parts.append(item_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SaslAuthenticateResponse(Structure):
     """SaslAuthenticateResponse: SaslAuthenticate response, key 0x8013, version 1, sent by the server.
 
@@ -1584,13 +1502,6 @@ class SaslAuthenticateResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     sasl_opaque_data: bytes | None = None
-
-    def __init__(
-        self, correlation_id: int, response_code: int, sasl_opaque_data: bytes | None = None
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.sasl_opaque_data = sasl_opaque_data
 
 
 _SASL_AUTHENTICATE_RESPONSE_0 = struct.Struct(">IH")
@@ -1639,7 +1550,7 @@ def _encode_sasl_authenticate_response(
         parts.append(sasl_opaque_data_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class TuneRequest(Structure):
     """TuneRequest: Tune request, key 0x0014, version 1, sent by the server.
 
@@ -1658,10 +1569,6 @@ class TuneRequest(Structure):
     """in bytes, 0 means no limit"""
     heartbeat: int
     """in seconds, 0 means no heartbeat"""
-
-    def __init__(self, frame_max: int, heartbeat: int) -> None:
-        self.frame_max = frame_max
-        self.heartbeat = heartbeat
 
 
 _TUNE_REQUEST_0 = struct.Struct(">II")
@@ -1690,7 +1597,7 @@ def _frame_tune_request(msg: TuneRequest, seal_checksums: bool) -> bytes:
     return _TUNE_REQUEST_FRAME.pack(12, 0x0014, 1, msg.frame_max, msg.heartbeat)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class OpenResponse(Structure):
     """OpenResponse: Open response, key 0x8015, version 1, sent by the server.
 
@@ -1708,16 +1615,6 @@ class OpenResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     connection_properties: list[ConnectionProperty] | None = None
-
-    def __init__(
-        self,
-        correlation_id: int,
-        response_code: int,
-        connection_properties: list[ConnectionProperty] | None = None,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.connection_properties = connection_properties
 
 
 _OPEN_RESPONSE_0 = struct.Struct(">IH")
@@ -1804,7 +1701,7 @@ def _encode_open_response(msg: OpenResponse, parts: list[bytes], seal_checksums:
                 parts.append(value_raw)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class RouteResponse(Structure):
     """RouteResponse: Route response, key 0x8018, version 1, sent by the server.
 
@@ -1830,19 +1727,6 @@ class RouteResponse(Structure):
     key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
     """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
     so a decoded frame re-encodes to its own bytes. None: KEY."""
-
-    def __init__(
-        self,
-        correlation_id: int,
-        response_code: int,
-        stream: list[str | None],
-        *,
-        key_on_wire: int | None = None,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.stream = stream
-        self.key_on_wire = key_on_wire
 
 
 _ROUTE_RESPONSE_0 = struct.Struct(">IHi")
@@ -1897,7 +1781,7 @@ def _decode_route_response_as_0018(
     return msg
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PartitionsResponse(Structure):
     """PartitionsResponse: Partitions response, key 0x8019, version 1, sent by the server.
 
@@ -1923,19 +1807,6 @@ class PartitionsResponse(Structure):
     key_on_wire: int | None = dataclasses.field(default=None, compare=False, kw_only=True)
     """The key this message arrived under when it was one of DECODE_KEYS; `encode` writes it back,
     so a decoded frame re-encodes to its own bytes. None: KEY."""
-
-    def __init__(
-        self,
-        correlation_id: int,
-        response_code: int,
-        stream: list[str | None],
-        *,
-        key_on_wire: int | None = None,
-    ) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.stream = stream
-        self.key_on_wire = key_on_wire
 
 
 _PARTITIONS_RESPONSE_0 = struct.Struct(">IHi")
@@ -1998,7 +1869,7 @@ def _decode_partitions_response_as_0019(
     return msg
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConsumerUpdateRequest(Structure):
     """ConsumerUpdateQuery: ConsumerUpdate request, key 0x001a, version 1, sent by the server.
 
@@ -2017,11 +1888,6 @@ class ConsumerUpdateRequest(Structure):
     subscription_id: int
     active: int
     """(boolean, 0 = false, 1 = true)"""
-
-    def __init__(self, correlation_id: int, subscription_id: int, active: int) -> None:
-        self.correlation_id = correlation_id
-        self.subscription_id = subscription_id
-        self.active = active
 
 
 _CONSUMER_UPDATE_REQUEST_0 = struct.Struct(">IBB")
@@ -2058,7 +1924,7 @@ def _frame_consumer_update_request(msg: ConsumerUpdateRequest, seal_checksums: b
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ExchangeCommandVersionsResponse(Structure):
     """CommandVersionsExchangeResponse: ExchangeCommandVersions response, key 0x801b, version 1, sent by the server.
 
@@ -2076,11 +1942,6 @@ class ExchangeCommandVersionsResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     command: list[Command]
-
-    def __init__(self, correlation_id: int, response_code: int, command: list[Command]) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.command = command
 
 
 _EXCHANGE_COMMAND_VERSIONS_RESPONSE_0 = struct.Struct(">IHi")
@@ -2143,7 +2004,7 @@ def _encode_exchange_command_versions_response(
         )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class StreamStatsResponse(Structure):
     """StreamStatsResponse: StreamStats response, key 0x801c, version 1, sent by the server.
 
@@ -2161,11 +2022,6 @@ class StreamStatsResponse(Structure):
     response_code: int
     """Values: ResponseCode."""
     stats: list[Statistic]
-
-    def __init__(self, correlation_id: int, response_code: int, stats: list[Statistic]) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
-        self.stats = stats
 
 
 _STREAM_STATS_RESPONSE_0 = struct.Struct(">IHi")
@@ -2228,7 +2084,7 @@ def _encode_stream_stats_response(
         parts.append(_STREAM_STATS_RESPONSE_2.pack(item.value))
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class CreateSuperStreamResponse(Structure):
     """The frame structure's generic response.
 
@@ -2245,10 +2101,6 @@ class CreateSuperStreamResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _CREATE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")
@@ -2287,7 +2139,7 @@ def _frame_create_super_stream_response(
     )
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class DeleteSuperStreamResponse(Structure):
     """The frame structure's generic response.
 
@@ -2304,10 +2156,6 @@ class DeleteSuperStreamResponse(Structure):
     correlation_id: int
     response_code: int
     """Values: ResponseCode."""
-
-    def __init__(self, correlation_id: int, response_code: int) -> None:
-        self.correlation_id = correlation_id
-        self.response_code = response_code
 
 
 _DELETE_SUPER_STREAM_RESPONSE_0 = struct.Struct(">IH")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..base import Structure
+from ..base import Structure, structure
 from ..errors import DecodeError, EncodeError
 from ..records import compress, decompress, join, split
 
@@ -18,19 +18,15 @@ FRAMED_BY = ".commands"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Argument(Structure):
     """Argument."""
 
     key: str | None
     value: str | None
 
-    def __init__(self, key: str | None, value: str | None) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Broker(Structure):
     """Broker."""
 
@@ -38,13 +34,8 @@ class Broker(Structure):
     host: str | None
     port: int
 
-    def __init__(self, reference: int, host: str | None, port: int) -> None:
-        self.reference = reference
-        self.host = host
-        self.port = port
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Command(Structure):
     """Command."""
 
@@ -52,25 +43,16 @@ class Command(Structure):
     min_version: int
     max_version: int
 
-    def __init__(self, key: int, min_version: int, max_version: int) -> None:
-        self.key = key
-        self.min_version = min_version
-        self.max_version = max_version
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConnectionProperty(Structure):
     """ConnectionProperty."""
 
     key: str | None
     value: str | None
 
-    def __init__(self, key: str | None, value: str | None) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class ConsumerUpdateResponseOffsetSpecification(Structure):
     """OffsetSpecification (as laid out in ConsumerUpdateResponse)."""
 
@@ -79,12 +61,8 @@ class ConsumerUpdateResponseOffsetSpecification(Structure):
     offset: int | None
     """uint64 for offset (4), int64 for timestamp (5); absent for none, first, last and next"""
 
-    def __init__(self, offset_type: int, offset: int | None) -> None:
-        self.offset_type = offset_type
-        self.offset = offset
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class MetadataInfo(Structure):
     """MetadataInfo."""
 
@@ -92,10 +70,6 @@ class MetadataInfo(Structure):
     """code to identify the information"""
     stream: str | None
     """the stream implied"""
-
-    def __init__(self, code: int, stream: str | None) -> None:
-        self.code = code
-        self.stream = stream
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -178,31 +152,23 @@ class OsirisChunk(Structure):
         ) = None
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PeerProperty(Structure):
     """PeerProperty."""
 
     key: str | None
     value: str | None
 
-    def __init__(self, key: str | None, value: str | None) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Property(Structure):
     """Property."""
 
     key: str | None
     value: str | None
 
-    def __init__(self, key: str | None, value: str | None) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishV1PublishedMessage(Structure):
     """PublishedMessage (as laid out in PublishV1)."""
 
@@ -210,12 +176,8 @@ class PublishV1PublishedMessage(Structure):
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
-    def __init__(self, publishing_id: int, message: bytes | SubBatchEntry) -> None:
-        self.publishing_id = publishing_id
-        self.message = message
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishV2PublishedMessage(Structure):
     """PublishedMessage (as laid out in PublishV2)."""
 
@@ -224,15 +186,8 @@ class PublishV2PublishedMessage(Structure):
     message: bytes | SubBatchEntry
     """the message (a simple entry), or a sub-entry batch of records"""
 
-    def __init__(
-        self, publishing_id: int, filter_value: str | None, message: bytes | SubBatchEntry
-    ) -> None:
-        self.publishing_id = publishing_id
-        self.filter_value = filter_value
-        self.message = message
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class PublishingError(Structure):
     """PublishingError."""
 
@@ -240,12 +195,8 @@ class PublishingError(Structure):
     code: int
     """code to identify the problem"""
 
-    def __init__(self, publishing_id: int, code: int) -> None:
-        self.publishing_id = publishing_id
-        self.code = code
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SimpleEntry(Structure):
     """SimpleEntry."""
 
@@ -254,24 +205,16 @@ class SimpleEntry(Structure):
     data: bytes
     """the message as published"""
 
-    def __init__(self, size: int, data: bytes) -> None:
-        self.size = size
-        self.data = data
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class Statistic(Structure):
     """Statistic."""
 
     key: str | None
     value: int
 
-    def __init__(self, key: str | None, value: int) -> None:
-        self.key = key
-        self.value = value
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class StreamMetadata(Structure):
     """StreamMetadata."""
 
@@ -281,20 +224,8 @@ class StreamMetadata(Structure):
     leader_reference: int
     replicas_references: list[int]
 
-    def __init__(
-        self,
-        stream_name: str | None,
-        response_code: int,
-        leader_reference: int,
-        replicas_references: list[int],
-    ) -> None:
-        self.stream_name = stream_name
-        self.response_code = response_code
-        self.leader_reference = leader_reference
-        self.replicas_references = replicas_references
 
-
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubBatchEntry(Structure):
     """SubBatchEntry."""
 
@@ -306,22 +237,6 @@ class SubBatchEntry(Structure):
     length: int
     data: bytes
     """the records, compressed as CompressionType says; records() gives them back"""
-
-    def __init__(
-        self,
-        compression_type: int,
-        reserved: int,
-        num_records: int,
-        uncompressed_length: int,
-        length: int,
-        data: bytes,
-    ) -> None:
-        self.compression_type = compression_type
-        self.reserved = reserved
-        self.num_records = num_records
-        self.uncompressed_length = uncompressed_length
-        self.length = length
-        self.data = data
 
     def records(self) -> list[bytes]:
         """The `num_records` records packed in `data`, decompressed as `compression_type` says.
@@ -361,7 +276,7 @@ _SUB_BATCH_ENTRY_CODECS = {
 """`compression_type` value -> compression algorithm."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@structure
 class SubscribeRequestOffsetSpecification(Structure):
     """OffsetSpecification (as laid out in SubscribeRequest)."""
 
@@ -369,7 +284,3 @@ class SubscribeRequestOffsetSpecification(Structure):
     """1 (first), 2 (last), 3 (next), 4 (offset), 5 (timestamp) Values: OffsetType."""
     offset: int | None
     """uint64 for offset (4), int64 for timestamp (5); absent for first, last and next"""
-
-    def __init__(self, offset_type: int, offset: int | None) -> None:
-        self.offset_type = offset_type
-        self.offset = offset
