@@ -293,7 +293,8 @@ def _init_param(source: str, stmt: ast.AnnAssign) -> tuple[str, str, bool]:
         return f"{name}: {ann}", f"self.{name} = {name}", False
     if isinstance(value, ast.Call) and ast.unparse(value.func) in ("dataclasses.field", "field"):
         kw = {k.arg: k.value for k in value.keywords}
-        only = isinstance(kw.get("kw_only"), ast.Constant) and kw["kw_only"].value is True
+        flag = kw.get("kw_only")
+        only = isinstance(flag, ast.Constant) and flag.value is True
         if "default_factory" in kw:
             make = ast.unparse(kw["default_factory"])
             return (
@@ -327,15 +328,17 @@ def structures_written_out(source: str) -> str:
         if not decs:
             continue
         indent = " " * (node.col_offset + 4)
-        params, stores, keyword = [], [], []
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and not _is_classvar(stmt):
-                param, store, only = _init_param(source, stmt)
+        params: list[str] = []
+        stores: list[str] = []
+        keyword: list[str] = []
+        for field in node.body:
+            if isinstance(field, ast.AnnAssign) and not _is_classvar(field):
+                param, store, only = _init_param(source, field)
                 (keyword if only else params).append(param)
                 stores.append(store)
         signature = ", ".join(["self", *params, *(["*", *keyword] if keyword else [])])
-        body = "".join(f"{indent}    {s}\n" for s in stores or ["pass"])
-        init = f"\n{indent}def __init__({signature}) -> None:\n{body}"
+        code = "".join(f"{indent}    {s}\n" for s in stores or ["pass"])
+        init = f"\n{indent}def __init__({signature}) -> None:\n{code}"
         end = node.end_lineno or node.lineno
         edits.append((end, end, init))
         dec = decs[0]
@@ -356,9 +359,8 @@ def structures_written_out(source: str) -> str:
         out = "".join(lines)
         ast.parse(out)
         return out
-    body = tree.body
     at = 0
-    for i, stmt in enumerate(body):
+    for i, stmt in enumerate(tree.body):
         docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
         if docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
             at = stmt.end_lineno or stmt.lineno
