@@ -151,6 +151,41 @@ MESSAGE_HEAD = pa.struct(
 )
 FRAGMENT = pa.struct({"follows": STRING, "first": BOOL, "head": MESSAGE_HEAD})
 
+_STRUCTS: tuple[tuple[str, str, Any], ...] = (
+    ("ConnectionChallenge", "connection_challenge", CONNECTION_CHALLENGE),
+    ("ConnectionResponse", "connection_response", CONNECTION_RESPONSE),
+    ("ConnectionTune", "connection_tune", CONNECTION_TUNE),
+    ("ConnectionOpen", "connection_open", CONNECTION_OPEN),
+    ("ConnectionPing", "connection_ping", CONNECTION_PING),
+    ("ConnectionReply", "connection_reply", CONNECTION_REPLY),
+    ("ConnectionClose", "connection_close", CONNECTION_CLOSE),
+    ("ChannelOpen", "channel_open", CHANNEL_OPEN),
+    ("ChannelAck", "channel_ack", CHANNEL_ACK),
+    ("ChannelCommit", "channel_commit", CHANNEL_COMMIT),
+    ("ChannelRollback", "channel_rollback", CHANNEL_ROLLBACK),
+    ("ChannelReply", "channel_reply", CHANNEL_REPLY),
+    ("ChannelClose", "channel_close", CHANNEL_CLOSE),
+    ("HandleOpen", "handle_open", HANDLE_OPEN),
+    ("HandleSend", "handle_send", HANDLE_SEND),
+    ("HandleConsume", "handle_consume", HANDLE_CONSUME),
+    ("HandleFlow", "handle_flow", HANDLE_FLOW),
+    ("HandleUnget", "handle_unget", HANDLE_UNGET),
+    ("HandleQuery", "handle_query", HANDLE_QUERY),
+    ("HandleBrowse", "handle_browse", HANDLE_BROWSE),
+    ("HandleCreated", "handle_created", HANDLE_CREATED),
+    ("HandleNotify", "handle_notify", HANDLE_NOTIFY),
+    ("HandleIndex", "handle_index", HANDLE_INDEX),
+    ("HandlePrepare", "handle_prepare", HANDLE_PREPARE),
+    ("HandleReady", "handle_ready", HANDLE_READY),
+    ("HandleReply", "handle_reply", HANDLE_REPLY),
+    ("HandleClose", "handle_close", HANDLE_CLOSE),
+    ("Fragment", "fragment", FRAGMENT),
+)
+"""Each message class with fields: its name, its struct column and that column's type."""
+
+MESSAGE_COLUMNS: dict[str, str] = {cls: column for cls, column, _ in _STRUCTS}
+"""Message class name -> its struct column."""
+
 FRAMES_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),
@@ -163,34 +198,7 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("command", pa.string()),
         pa.field("message", pa.string()),
         pa.field("kind", pa.string()),
-        pa.field("connection_challenge", CONNECTION_CHALLENGE),
-        pa.field("connection_response", CONNECTION_RESPONSE),
-        pa.field("connection_tune", CONNECTION_TUNE),
-        pa.field("connection_open", CONNECTION_OPEN),
-        pa.field("connection_ping", CONNECTION_PING),
-        pa.field("connection_reply", CONNECTION_REPLY),
-        pa.field("connection_close", CONNECTION_CLOSE),
-        pa.field("channel_open", CHANNEL_OPEN),
-        pa.field("channel_ack", CHANNEL_ACK),
-        pa.field("channel_commit", CHANNEL_COMMIT),
-        pa.field("channel_rollback", CHANNEL_ROLLBACK),
-        pa.field("channel_reply", CHANNEL_REPLY),
-        pa.field("channel_close", CHANNEL_CLOSE),
-        pa.field("handle_open", HANDLE_OPEN),
-        pa.field("handle_send", HANDLE_SEND),
-        pa.field("handle_consume", HANDLE_CONSUME),
-        pa.field("handle_flow", HANDLE_FLOW),
-        pa.field("handle_unget", HANDLE_UNGET),
-        pa.field("handle_query", HANDLE_QUERY),
-        pa.field("handle_browse", HANDLE_BROWSE),
-        pa.field("handle_created", HANDLE_CREATED),
-        pa.field("handle_notify", HANDLE_NOTIFY),
-        pa.field("handle_index", HANDLE_INDEX),
-        pa.field("handle_prepare", HANDLE_PREPARE),
-        pa.field("handle_ready", HANDLE_READY),
-        pa.field("handle_reply", HANDLE_REPLY),
-        pa.field("handle_close", HANDLE_CLOSE),
-        pa.field("fragment", FRAGMENT),
+        *(pa.field(column, arrow) for _, column, arrow in _STRUCTS),
     ],
     metadata={"specgen.spec": "amqp-fast-0-8/0.8"},
 )
@@ -208,38 +216,6 @@ ROLE_COLUMNS: tuple[str, ...] = ()
 
 CODE_NAMES: dict[str, dict[int, str]] = {}
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-MESSAGE_COLUMNS: dict[str, str] = {
-    "ConnectionChallenge": "connection_challenge",
-    "ConnectionResponse": "connection_response",
-    "ConnectionTune": "connection_tune",
-    "ConnectionOpen": "connection_open",
-    "ConnectionPing": "connection_ping",
-    "ConnectionReply": "connection_reply",
-    "ConnectionClose": "connection_close",
-    "ChannelOpen": "channel_open",
-    "ChannelAck": "channel_ack",
-    "ChannelCommit": "channel_commit",
-    "ChannelRollback": "channel_rollback",
-    "ChannelReply": "channel_reply",
-    "ChannelClose": "channel_close",
-    "HandleOpen": "handle_open",
-    "HandleSend": "handle_send",
-    "HandleConsume": "handle_consume",
-    "HandleFlow": "handle_flow",
-    "HandleUnget": "handle_unget",
-    "HandleQuery": "handle_query",
-    "HandleBrowse": "handle_browse",
-    "HandleCreated": "handle_created",
-    "HandleNotify": "handle_notify",
-    "HandleIndex": "handle_index",
-    "HandlePrepare": "handle_prepare",
-    "HandleReady": "handle_ready",
-    "HandleReply": "handle_reply",
-    "HandleClose": "handle_close",
-    "Fragment": "fragment",
-}
-"""Message class name -> its struct column."""
 
 _READ: dict[str, dict[str, Any]] = {
     "ConnectionChallenge": {"challenges": "json"},

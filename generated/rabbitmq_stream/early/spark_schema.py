@@ -121,6 +121,39 @@ CREATE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
 DELETE_REQUEST = pa.struct({"correlation_id": INT32, "stream": STRING})
 DELETE_RESPONSE = pa.struct({"correlation_id": INT32, "response_code": INT16})
 
+_STRUCTS: tuple[tuple[str, str, Any], ...] = (
+    ("Publish", "publish", PUBLISH),
+    ("PublishConfirm", "publish_confirm", PUBLISH_CONFIRM),
+    ("SubscribeRequest", "subscribe_request", SUBSCRIBE_REQUEST),
+    ("SubscribeResponse", "subscribe_response", SUBSCRIBE_RESPONSE),
+    ("Deliver", "deliver", DELIVER),
+    ("Credit", "credit", CREDIT),
+    ("UnsubscribeRequest", "unsubscribe_request", UNSUBSCRIBE_REQUEST),
+    ("UnsubscribeResponse", "unsubscribe_response", UNSUBSCRIBE_RESPONSE),
+    ("PublishError", "publish_error", PUBLISH_ERROR),
+    ("MetadataUpdate", "metadata_update", METADATA_UPDATE),
+    ("MetadataRequest", "metadata_request", METADATA_REQUEST),
+    ("MetadataResponse", "metadata_response", METADATA_RESPONSE),
+    ("SaslHandshakeRequest", "sasl_handshake_request", SASL_HANDSHAKE_REQUEST),
+    ("SaslHandshakeResponse", "sasl_handshake_response", SASL_HANDSHAKE_RESPONSE),
+    ("SaslAuthenticateRequest", "sasl_authenticate_request", SASL_AUTHENTICATE_REQUEST),
+    ("SaslAuthenticateResponse", "sasl_authenticate_response", SASL_AUTHENTICATE_RESPONSE),
+    ("TuneRequest", "tune_request", TUNE_REQUEST),
+    ("TuneResponse", "tune_response", TUNE_RESPONSE),
+    ("OpenRequest", "open_request", OPEN_REQUEST),
+    ("OpenResponse", "open_response", OPEN_RESPONSE),
+    ("CloseRequest", "close_request", CLOSE_REQUEST),
+    ("CloseResponse", "close_response", CLOSE_RESPONSE),
+    ("CreateRequest", "create_request", CREATE_REQUEST),
+    ("CreateResponse", "create_response", CREATE_RESPONSE),
+    ("DeleteRequest", "delete_request", DELETE_REQUEST),
+    ("DeleteResponse", "delete_response", DELETE_RESPONSE),
+)
+"""Each message class with fields: its name, its struct column and that column's type."""
+
+MESSAGE_COLUMNS: dict[str, str] = {cls: column for cls, column, _ in _STRUCTS}
+"""Message class name -> its struct column."""
+
 FRAMES_SCHEMA = pa.schema(
     [
         pa.field("capture", pa.string()),
@@ -136,32 +169,7 @@ FRAMES_SCHEMA = pa.schema(
         pa.field("kind", pa.string()),
         pa.field("correlation_id", INT32),
         pa.field("response_code", INT16),
-        pa.field("publish", PUBLISH),
-        pa.field("publish_confirm", PUBLISH_CONFIRM),
-        pa.field("subscribe_request", SUBSCRIBE_REQUEST),
-        pa.field("subscribe_response", SUBSCRIBE_RESPONSE),
-        pa.field("deliver", DELIVER),
-        pa.field("credit", CREDIT),
-        pa.field("unsubscribe_request", UNSUBSCRIBE_REQUEST),
-        pa.field("unsubscribe_response", UNSUBSCRIBE_RESPONSE),
-        pa.field("publish_error", PUBLISH_ERROR),
-        pa.field("metadata_update", METADATA_UPDATE),
-        pa.field("metadata_request", METADATA_REQUEST),
-        pa.field("metadata_response", METADATA_RESPONSE),
-        pa.field("sasl_handshake_request", SASL_HANDSHAKE_REQUEST),
-        pa.field("sasl_handshake_response", SASL_HANDSHAKE_RESPONSE),
-        pa.field("sasl_authenticate_request", SASL_AUTHENTICATE_REQUEST),
-        pa.field("sasl_authenticate_response", SASL_AUTHENTICATE_RESPONSE),
-        pa.field("tune_request", TUNE_REQUEST),
-        pa.field("tune_response", TUNE_RESPONSE),
-        pa.field("open_request", OPEN_REQUEST),
-        pa.field("open_response", OPEN_RESPONSE),
-        pa.field("close_request", CLOSE_REQUEST),
-        pa.field("close_response", CLOSE_RESPONSE),
-        pa.field("create_request", CREATE_REQUEST),
-        pa.field("create_response", CREATE_RESPONSE),
-        pa.field("delete_request", DELETE_REQUEST),
-        pa.field("delete_response", DELETE_RESPONSE),
+        *(pa.field(column, arrow) for _, column, arrow in _STRUCTS),
     ],
     metadata={"specgen.spec": "rabbitmq-stream/early"},
 )
@@ -177,36 +185,6 @@ ROLE_COLUMNS: tuple[str, ...] = ("correlation_id", "response_code")
 
 CODE_NAMES: dict[str, dict[int, str]] = {}
 """Role -> value -> the spec's name for it, for roles whose values an enumeration names."""
-
-MESSAGE_COLUMNS: dict[str, str] = {
-    "Publish": "publish",
-    "PublishConfirm": "publish_confirm",
-    "SubscribeRequest": "subscribe_request",
-    "SubscribeResponse": "subscribe_response",
-    "Deliver": "deliver",
-    "Credit": "credit",
-    "UnsubscribeRequest": "unsubscribe_request",
-    "UnsubscribeResponse": "unsubscribe_response",
-    "PublishError": "publish_error",
-    "MetadataUpdate": "metadata_update",
-    "MetadataRequest": "metadata_request",
-    "MetadataResponse": "metadata_response",
-    "SaslHandshakeRequest": "sasl_handshake_request",
-    "SaslHandshakeResponse": "sasl_handshake_response",
-    "SaslAuthenticateRequest": "sasl_authenticate_request",
-    "SaslAuthenticateResponse": "sasl_authenticate_response",
-    "TuneRequest": "tune_request",
-    "TuneResponse": "tune_response",
-    "OpenRequest": "open_request",
-    "OpenResponse": "open_response",
-    "CloseRequest": "close_request",
-    "CloseResponse": "close_response",
-    "CreateRequest": "create_request",
-    "CreateResponse": "create_response",
-    "DeleteRequest": "delete_request",
-    "DeleteResponse": "delete_response",
-}
-"""Message class name -> its struct column."""
 
 _READ: dict[str, dict[str, Any]] = {
     "Publish": {"published_messages[].message": (bytes, SubBatchEntry)},
