@@ -14,7 +14,7 @@ import struct
 from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
-from .errors import DecodeError, _bad_length, _truncated
+from .errors import DecodeError, _bad_length, _short_text, _truncated
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -107,24 +107,18 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags & 0x8000:  # its flag is clear: not on the wire
         content_type = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.content_type", at, "needs 1 bytes, 0 left")
-        content_type_len = buf[at]
+        if at >= end or (content_type_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.content_type", buf, at, end)
         at += 1
-        if content_type_len > end - at:
-            raise _bad_length("BasicProperties.content_type", at, content_type_len, end)
         content_type = str(buf[at : at + content_type_len], "utf-8", "surrogateescape")
         at += content_type_len
     content_encoding: str | None
     if not property_flags & 0x4000:  # its flag is clear: not on the wire
         content_encoding = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.content_encoding", at, "needs 1 bytes, 0 left")
-        content_encoding_len = buf[at]
+        if at >= end or (content_encoding_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.content_encoding", buf, at, end)
         at += 1
-        if content_encoding_len > end - at:
-            raise _bad_length("BasicProperties.content_encoding", at, content_encoding_len, end)
         content_encoding = str(buf[at : at + content_encoding_len], "utf-8", "surrogateescape")
         at += content_encoding_len
     headers: dict[str, Any] | None
@@ -152,48 +146,36 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags & 0x400:  # its flag is clear: not on the wire
         correlation_id = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.correlation_id", at, "needs 1 bytes, 0 left")
-        correlation_id_len = buf[at]
+        if at >= end or (correlation_id_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.correlation_id", buf, at, end)
         at += 1
-        if correlation_id_len > end - at:
-            raise _bad_length("BasicProperties.correlation_id", at, correlation_id_len, end)
         correlation_id = str(buf[at : at + correlation_id_len], "utf-8", "surrogateescape")
         at += correlation_id_len
     reply_to: str | None
     if not property_flags & 0x200:  # its flag is clear: not on the wire
         reply_to = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.reply_to", at, "needs 1 bytes, 0 left")
-        reply_to_len = buf[at]
+        if at >= end or (reply_to_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.reply_to", buf, at, end)
         at += 1
-        if reply_to_len > end - at:
-            raise _bad_length("BasicProperties.reply_to", at, reply_to_len, end)
         reply_to = str(buf[at : at + reply_to_len], "utf-8", "surrogateescape")
         at += reply_to_len
     expiration: str | None
     if not property_flags & 0x100:  # its flag is clear: not on the wire
         expiration = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.expiration", at, "needs 1 bytes, 0 left")
-        expiration_len = buf[at]
+        if at >= end or (expiration_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.expiration", buf, at, end)
         at += 1
-        if expiration_len > end - at:
-            raise _bad_length("BasicProperties.expiration", at, expiration_len, end)
         expiration = str(buf[at : at + expiration_len], "utf-8", "surrogateescape")
         at += expiration_len
     message_id: str | None
     if not property_flags & 0x80:  # its flag is clear: not on the wire
         message_id = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.message_id", at, "needs 1 bytes, 0 left")
-        message_id_len = buf[at]
+        if at >= end or (message_id_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.message_id", buf, at, end)
         at += 1
-        if message_id_len > end - at:
-            raise _bad_length("BasicProperties.message_id", at, message_id_len, end)
         message_id = str(buf[at : at + message_id_len], "utf-8", "surrogateescape")
         at += message_id_len
     timestamp: int | None
@@ -208,48 +190,36 @@ def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -
     if not property_flags & 0x20:  # its flag is clear: not on the wire
         type_ = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.type", at, "needs 1 bytes, 0 left")
-        type_len = buf[at]
+        if at >= end or (type_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.type", buf, at, end)
         at += 1
-        if type_len > end - at:
-            raise _bad_length("BasicProperties.type", at, type_len, end)
         type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
         at += type_len
     user_id: str | None
     if not property_flags & 0x10:  # its flag is clear: not on the wire
         user_id = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.user_id", at, "needs 1 bytes, 0 left")
-        user_id_len = buf[at]
+        if at >= end or (user_id_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.user_id", buf, at, end)
         at += 1
-        if user_id_len > end - at:
-            raise _bad_length("BasicProperties.user_id", at, user_id_len, end)
         user_id = str(buf[at : at + user_id_len], "utf-8", "surrogateescape")
         at += user_id_len
     app_id: str | None
     if not property_flags & 0x8:  # its flag is clear: not on the wire
         app_id = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.app_id", at, "needs 1 bytes, 0 left")
-        app_id_len = buf[at]
+        if at >= end or (app_id_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.app_id", buf, at, end)
         at += 1
-        if app_id_len > end - at:
-            raise _bad_length("BasicProperties.app_id", at, app_id_len, end)
         app_id = str(buf[at : at + app_id_len], "utf-8", "surrogateescape")
         at += app_id_len
     reserved: str | None
     if not property_flags & 0x4:  # its flag is clear: not on the wire
         reserved = None
     else:
-        if at >= end:
-            raise DecodeError("BasicProperties.reserved", at, "needs 1 bytes, 0 left")
-        reserved_len = buf[at]
+        if at >= end or (reserved_len := buf[at]) >= end - at:
+            raise _short_text("BasicProperties.reserved", buf, at, end)
         at += 1
-        if reserved_len > end - at:
-            raise _bad_length("BasicProperties.reserved", at, reserved_len, end)
         reserved = str(buf[at : at + reserved_len], "utf-8", "surrogateescape")
         at += reserved_len
     if at != end:
@@ -538,12 +508,9 @@ def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicConsume.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if at >= end:
-        raise DecodeError("BasicConsume.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicConsume.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicConsume.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at >= end:
@@ -612,12 +579,9 @@ _BASIC_CONSUME_OK_0 = struct.Struct(">B")
 
 
 def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsumeOk:
-    if at >= end:
-        raise DecodeError("BasicConsumeOk.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicConsumeOk.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicConsumeOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at != end:
@@ -687,12 +651,9 @@ def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicPublish.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("BasicPublish.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("BasicPublish.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("BasicPublish.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at >= end:
@@ -779,20 +740,14 @@ def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise _bad_length("BasicReturn.reply_text", at, reply_text_len, end)
     reply_text = str(buf[at : at + reply_text_len], "utf-8", "surrogateescape")
     at += reply_text_len
-    if at >= end:
-        raise DecodeError("BasicReturn.exchange", at, "needs 1 bytes, 0 left")
-    exchange_len = buf[at]
+    if at >= end or (exchange_len := buf[at]) >= end - at:
+        raise _short_text("BasicReturn.exchange", buf, at, end)
     at += 1
-    if exchange_len > end - at:
-        raise _bad_length("BasicReturn.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("BasicReturn.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("BasicReturn.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("BasicReturn.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at != end:
@@ -864,12 +819,9 @@ _BASIC_DELIVER_2 = struct.Struct(">B")
 
 
 def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicDeliver:
-    if at >= end:
-        raise DecodeError("BasicDeliver.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicDeliver.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicDeliver.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if end - at < 10:
@@ -883,12 +835,9 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
         raise _bad_length("BasicDeliver.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("BasicDeliver.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("BasicDeliver.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("BasicDeliver.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at != end:
@@ -1045,12 +994,9 @@ def _decode_basic_get_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
         raise _bad_length("BasicGetOk.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("BasicGetOk.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("BasicGetOk.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("BasicGetOk.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if end - at < 4:
@@ -1102,12 +1048,9 @@ _BASIC_GET_EMPTY_0 = struct.Struct(">B")
 
 
 def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetEmpty:
-    if at >= end:
-        raise DecodeError("BasicGetEmpty.reserved1", at, "needs 1 bytes, 0 left")
-    reserved1_len = buf[at]
+    if at >= end or (reserved1_len := buf[at]) >= end - at:
+        raise _short_text("BasicGetEmpty.reserved1", buf, at, end)
     at += 1
-    if reserved1_len > end - at:
-        raise _bad_length("BasicGetEmpty.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     if at != end:

@@ -13,7 +13,7 @@ import struct
 from typing import ClassVar
 
 from .base import Buffer, Structure, structure
-from .errors import DecodeError, _bad_length, _truncated
+from .errors import DecodeError, _bad_length, _short_text, _truncated
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
@@ -46,12 +46,9 @@ _CHANNEL_OPEN_0 = struct.Struct(">B")
 
 
 def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpen:
-    if at >= end:
-        raise DecodeError("ChannelOpen.reserved1", at, "needs 1 bytes, 0 left")
-    reserved1_len = buf[at]
+    if at >= end or (reserved1_len := buf[at]) >= end - at:
+        raise _short_text("ChannelOpen.reserved1", buf, at, end)
     at += 1
-    if reserved1_len > end - at:
-        raise _bad_length("ChannelOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     if at != end:

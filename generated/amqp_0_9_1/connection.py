@@ -13,7 +13,7 @@ import struct
 from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
-from .errors import DecodeError, _bad_length, _truncated
+from .errors import DecodeError, _bad_length, _short_text, _truncated
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -168,12 +168,9 @@ def _decode_connection_start_ok(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionStartOk:
     client_properties, at = _decode_table(buf, at, end)
-    if at >= end:
-        raise DecodeError("ConnectionStartOk.mechanism", at, "needs 1 bytes, 0 left")
-    mechanism_len = buf[at]
+    if at >= end or (mechanism_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionStartOk.mechanism", buf, at, end)
     at += 1
-    if mechanism_len > end - at:
-        raise _bad_length("ConnectionStartOk.mechanism", at, mechanism_len, end)
     mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     if end - at < 4:
@@ -184,12 +181,9 @@ def _decode_connection_start_ok(
         raise _bad_length("ConnectionStartOk.response", at, response_len, end)
     response = bytes(buf[at : at + response_len])
     at += response_len
-    if at >= end:
-        raise DecodeError("ConnectionStartOk.locale", at, "needs 1 bytes, 0 left")
-    locale_len = buf[at]
+    if at >= end or (locale_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionStartOk.locale", buf, at, end)
     at += 1
-    if locale_len > end - at:
-        raise _bad_length("ConnectionStartOk.locale", at, locale_len, end)
     locale = str(buf[at : at + locale_len], "utf-8", "surrogateescape")
     at += locale_len
     if at != end:
@@ -495,20 +489,14 @@ _CONNECTION_OPEN_2 = struct.Struct(">B")
 
 
 def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionOpen:
-    if at >= end:
-        raise DecodeError("ConnectionOpen.virtual_host", at, "needs 1 bytes, 0 left")
-    virtual_host_len = buf[at]
+    if at >= end or (virtual_host_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionOpen.virtual_host", buf, at, end)
     at += 1
-    if virtual_host_len > end - at:
-        raise _bad_length("ConnectionOpen.virtual_host", at, virtual_host_len, end)
     virtual_host = str(buf[at : at + virtual_host_len], "utf-8", "surrogateescape")
     at += virtual_host_len
-    if at >= end:
-        raise DecodeError("ConnectionOpen.reserved1", at, "needs 1 bytes, 0 left")
-    reserved1_len = buf[at]
+    if at >= end or (reserved1_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionOpen.reserved1", buf, at, end)
     at += 1
-    if reserved1_len > end - at:
-        raise _bad_length("ConnectionOpen.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     if at >= end:
@@ -563,12 +551,9 @@ _CONNECTION_OPEN_OK_0 = struct.Struct(">B")
 def _decode_connection_open_ok(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
-    if at >= end:
-        raise DecodeError("ConnectionOpenOk.reserved1", at, "needs 1 bytes, 0 left")
-    reserved1_len = buf[at]
+    if at >= end or (reserved1_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionOpenOk.reserved1", buf, at, end)
     at += 1
-    if reserved1_len > end - at:
-        raise _bad_length("ConnectionOpenOk.reserved1", at, reserved1_len, end)
     reserved1 = str(buf[at : at + reserved1_len], "utf-8", "surrogateescape")
     at += reserved1_len
     if at != end:

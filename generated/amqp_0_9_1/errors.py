@@ -63,6 +63,13 @@ def _bad_length(field: str, at: int, length: int, limit: int) -> DecodeError:
     return DecodeError(field, at, f"length {length} but {limit - at} bytes left")
 
 
+def _short_text(field: str, buf: bytes | memoryview, at: int, limit: int) -> DecodeError:
+    """A text whose one-octet length at `at` is missing, or claims more than is left."""
+    if at >= limit:
+        return DecodeError(field, at, "needs 1 bytes, 0 left")
+    return _bad_length(field, at + 1, buf[at], limit)
+
+
 def _bad_count(field: str, at: int, count: int, min_item: int, limit: int) -> DecodeError:
     return DecodeError(
         field, at, f"{count} items need at least {count * min_item} bytes, {limit - at} left"

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from .base import Buffer
-from .errors import DecodeError, EncodeError, _bad_length, _truncated
+from .errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from .values import Table, Values, _decimal_parts
 
 FRAMED_BY = ".shared"
@@ -44,10 +44,9 @@ def _decode_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     out = dict.__new__(Table)
     out.constructors = constructors = {}
     while at < stop:
-        key_len = buf[at]
+        if at >= stop or (key_len := buf[at]) >= stop - at:
+            raise _short_text("table.key", buf, at, stop)
         at += 1
-        if key_len > stop - at:
-            raise _bad_length("table.key", at, key_len, stop)
         key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:

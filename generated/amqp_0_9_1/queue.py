@@ -14,7 +14,7 @@ import struct
 from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
-from .errors import DecodeError, _bad_length, _truncated
+from .errors import DecodeError, _bad_length, _short_text, _truncated
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -164,12 +164,9 @@ _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
 
 def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclareOk:
-    if at >= end:
-        raise DecodeError("QueueDeclareOk.queue", at, "needs 1 bytes, 0 left")
-    queue_len = buf[at]
+    if at >= end or (queue_len := buf[at]) >= end - at:
+        raise _short_text("QueueDeclareOk.queue", buf, at, end)
     at += 1
-    if queue_len > end - at:
-        raise _bad_length("QueueDeclareOk.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
     if end - at < 8:
@@ -252,20 +249,14 @@ def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> Queu
         raise _bad_length("QueueBind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if at >= end:
-        raise DecodeError("QueueBind.exchange", at, "needs 1 bytes, 0 left")
-    exchange_len = buf[at]
+    if at >= end or (exchange_len := buf[at]) >= end - at:
+        raise _short_text("QueueBind.exchange", buf, at, end)
     at += 1
-    if exchange_len > end - at:
-        raise _bad_length("QueueBind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("QueueBind.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("QueueBind.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("QueueBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at >= end:
@@ -650,20 +641,14 @@ def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> Qu
         raise _bad_length("QueueUnbind.queue", at, queue_len, end)
     queue = str(buf[at : at + queue_len], "utf-8", "surrogateescape")
     at += queue_len
-    if at >= end:
-        raise DecodeError("QueueUnbind.exchange", at, "needs 1 bytes, 0 left")
-    exchange_len = buf[at]
+    if at >= end or (exchange_len := buf[at]) >= end - at:
+        raise _short_text("QueueUnbind.exchange", buf, at, end)
     at += 1
-    if exchange_len > end - at:
-        raise _bad_length("QueueUnbind.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("QueueUnbind.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("QueueUnbind.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("QueueUnbind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     arguments, at = _decode_table(buf, at, end)

@@ -124,6 +124,8 @@ class Run:
     # decode: a byte run whose byte the caller has already seen is there (a container's loop
     # runs while `at < stop`), so it reads it without a check of its own
     present: bool = False
+    # decode: the run is the one-octet length of the Text after it, which reads it (Text.short)
+    text_length: bool = False
 
     @property
     def fmt(self) -> str:
@@ -165,6 +167,9 @@ class Text:
     raw: str  # encode: the content bytes
     errors: str = "strict"
     signed: bool = True  # the length is a signed number: a negative one is refused
+    # decode: its length is one octet, alone in the run before: read here, and checked in one
+    # test with the text's own bytes (a short string: AMQP's shortstr)
+    short: bool = False
 
 
 @dataclass
@@ -1115,6 +1120,8 @@ class Planner:
                     STRUCT_CODES[ptype.length_prefix].islower(),
                 )
                 run.prepare.append(step)
+                if run.byte and step.null_length is None and not (run.post or run.present):
+                    run.text_length = step.short = True
                 self._close(run, steps)
                 steps.append(step)
                 return self._run(limit)

@@ -19,6 +19,7 @@ from specgen.emitters.plan import (
     ModulePlan,
     PlanError,
     Run,
+    Text,
     isort_key,
     snake,
 )
@@ -55,7 +56,13 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
                 renderer, "_segment_macros", name, plan.packed.segments, plan.frame
             )
     files = {
-        "errors.py": renderer.render("python/errors.py.j2", spec, plan.protocol, **common),
+        "errors.py": renderer.render(
+            "python/errors.py.j2",
+            spec,
+            plan.protocol,
+            short_texts="_short_text" in _error_imports(plan),
+            **common,
+        ),
         "framing.py": renderer.render(
             "python/framing.py.j2",
             spec,
@@ -612,7 +619,9 @@ def _package_providers(plan: ModulePlan) -> dict[str, str]:
     """The package modules a fused package's shared code reads names from."""
     return {
         **imports.provided(".base", ["Buffer", "Structure", "structure"]),
-        **imports.provided(".errors", [*_error_imports(plan), "_bad_count", "_bad_length"]),
+        **imports.provided(
+            ".errors", [*_error_imports(plan), "_bad_count", "_bad_length", "_short_text"]
+        ),
         **imports.provided(".framing", _FRAMING),
         **imports.provided(".records", ["compress", "decompress", "join", "split"]),
         **imports.provided(".values", ["Table", "Values", "_decimal_parts"]),
@@ -1100,6 +1109,8 @@ def _error_imports(plan: ModulePlan) -> list[str]:
     def visit(steps: list[object]) -> None:
         for step in steps:
             kinds.add(type(step).__name__)
+            if isinstance(step, Text) and step.short:
+                kinds.add("short Text")
             for attr in ("body", "key_steps", "item_steps"):
                 visit(getattr(step, attr, []))
             for case in getattr(step, "cases", []):
@@ -1118,6 +1129,8 @@ def _error_imports(plan: ModulePlan) -> list[str]:
         names.append("_bad_count")
     if kinds & {"Text", "BlobStep", "ArrayStep"} or plan.named:
         names.append("_bad_length")
+    if "short Text" in kinds:
+        names.append("_short_text")
     if "Run" in kinds:
         names.append("_truncated")
     return names

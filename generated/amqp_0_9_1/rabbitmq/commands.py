@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from .. import shared
 from ..base import Buffer, Structure, structure
-from ..errors import DecodeError, EncodeError, _bad_length, _truncated
+from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
@@ -56,12 +56,9 @@ _CONNECTION_BLOCKED_0 = struct.Struct(">B")
 def _decode_connection_blocked(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
-    if at >= end:
-        raise DecodeError("ConnectionBlocked.reason", at, "needs 1 bytes, 0 left")
-    reason_len = buf[at]
+    if at >= end or (reason_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionBlocked.reason", buf, at, end)
     at += 1
-    if reason_len > end - at:
-        raise _bad_length("ConnectionBlocked.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
     if at != end:
@@ -158,12 +155,9 @@ def _decode_connection_update_secret(
         raise _bad_length("ConnectionUpdateSecret.new_secret", at, new_secret_len, end)
     new_secret = bytes(buf[at : at + new_secret_len])
     at += new_secret_len
-    if at >= end:
-        raise DecodeError("ConnectionUpdateSecret.reason", at, "needs 1 bytes, 0 left")
-    reason_len = buf[at]
+    if at >= end or (reason_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionUpdateSecret.reason", buf, at, end)
     at += 1
-    if reason_len > end - at:
-        raise _bad_length("ConnectionUpdateSecret.reason", at, reason_len, end)
     reason = str(buf[at : at + reason_len], "utf-8", "surrogateescape")
     at += reason_len
     if at != end:
@@ -292,12 +286,9 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
-    type_len = buf[at]
+    if at >= end or (type_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeDeclare.type", buf, at, end)
     at += 1
-    if type_len > end - at:
-        raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
     if at >= end:
@@ -411,20 +402,14 @@ def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> E
         raise _bad_length("ExchangeBind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
-    if at >= end:
-        raise DecodeError("ExchangeBind.source", at, "needs 1 bytes, 0 left")
-    source_len = buf[at]
+    if at >= end or (source_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeBind.source", buf, at, end)
     at += 1
-    if source_len > end - at:
-        raise _bad_length("ExchangeBind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
-    if at >= end:
-        raise DecodeError("ExchangeBind.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeBind.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("ExchangeBind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at >= end:
@@ -556,20 +541,14 @@ def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) ->
         raise _bad_length("ExchangeUnbind.destination", at, destination_len, end)
     destination = str(buf[at : at + destination_len], "utf-8", "surrogateescape")
     at += destination_len
-    if at >= end:
-        raise DecodeError("ExchangeUnbind.source", at, "needs 1 bytes, 0 left")
-    source_len = buf[at]
+    if at >= end or (source_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeUnbind.source", buf, at, end)
     at += 1
-    if source_len > end - at:
-        raise _bad_length("ExchangeUnbind.source", at, source_len, end)
     source = str(buf[at : at + source_len], "utf-8", "surrogateescape")
     at += source_len
-    if at >= end:
-        raise DecodeError("ExchangeUnbind.routing_key", at, "needs 1 bytes, 0 left")
-    routing_key_len = buf[at]
+    if at >= end or (routing_key_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeUnbind.routing_key", buf, at, end)
     at += 1
-    if routing_key_len > end - at:
-        raise _bad_length("ExchangeUnbind.routing_key", at, routing_key_len, end)
     routing_key = str(buf[at : at + routing_key_len], "utf-8", "surrogateescape")
     at += routing_key_len
     if at >= end:
@@ -676,12 +655,9 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 
 
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
-    if at >= end:
-        raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicCancel.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at >= end:
@@ -731,12 +707,9 @@ _BASIC_CANCEL_OK_0 = struct.Struct(">B")
 
 
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
-    if at >= end:
-        raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicCancelOk.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at != end:

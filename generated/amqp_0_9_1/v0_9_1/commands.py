@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from .. import shared
 from ..base import Buffer, Structure, structure
-from ..errors import DecodeError, EncodeError, _bad_length, _truncated
+from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
@@ -95,12 +95,9 @@ def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -
         raise _bad_length("ExchangeDeclare.exchange", at, exchange_len, end)
     exchange = str(buf[at : at + exchange_len], "utf-8", "surrogateescape")
     at += exchange_len
-    if at >= end:
-        raise DecodeError("ExchangeDeclare.type", at, "needs 1 bytes, 0 left")
-    type_len = buf[at]
+    if at >= end or (type_len := buf[at]) >= end - at:
+        raise _short_text("ExchangeDeclare.type", buf, at, end)
     at += 1
-    if type_len > end - at:
-        raise _bad_length("ExchangeDeclare.type", at, type_len, end)
     type_ = str(buf[at : at + type_len], "utf-8", "surrogateescape")
     at += type_len
     if at >= end:
@@ -185,12 +182,9 @@ _BASIC_CANCEL_1 = struct.Struct(">B")
 
 
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
-    if at >= end:
-        raise DecodeError("BasicCancel.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicCancel.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicCancel.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at >= end:
@@ -240,12 +234,9 @@ _BASIC_CANCEL_OK_0 = struct.Struct(">B")
 
 
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
-    if at >= end:
-        raise DecodeError("BasicCancelOk.consumer_tag", at, "needs 1 bytes, 0 left")
-    consumer_tag_len = buf[at]
+    if at >= end or (consumer_tag_len := buf[at]) >= end - at:
+        raise _short_text("BasicCancelOk.consumer_tag", buf, at, end)
     at += 1
-    if consumer_tag_len > end - at:
-        raise _bad_length("BasicCancelOk.consumer_tag", at, consumer_tag_len, end)
     consumer_tag = str(buf[at : at + consumer_tag_len], "utf-8", "surrogateescape")
     at += consumer_tag_len
     if at != end:

@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
 from ..base import Buffer, Structure, structure
-from ..errors import DecodeError, EncodeError, _bad_length, _truncated
+from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import (
     HEADER_SIZE,
     LENGTH,
@@ -146,12 +146,9 @@ _CONNECTION_RESPONSE_0 = struct.Struct(">B")
 
 
 def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionResponse:
-    if at >= end:
-        raise DecodeError("ConnectionResponse.mechanism", at, "needs 1 bytes, 0 left")
-    mechanism_len = buf[at]
+    if at >= end or (mechanism_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionResponse.mechanism", buf, at, end)
     at += 1
-    if mechanism_len > end - at:
-        raise _bad_length("ConnectionResponse.mechanism", at, mechanism_len, end)
     mechanism = str(buf[at : at + mechanism_len], "utf-8", "surrogateescape")
     at += mechanism_len
     responses, at = _decode_field_table(buf, at, end)
@@ -236,12 +233,9 @@ def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
         raise _bad_length("ConnectionOpen.virtual_path", at, virtual_path_len, end)
     virtual_path = str(buf[at : at + virtual_path_len], "utf-8", "surrogateescape")
     at += virtual_path_len
-    if at >= end:
-        raise DecodeError("ConnectionOpen.client_name", at, "needs 1 bytes, 0 left")
-    client_name_len = buf[at]
+    if at >= end or (client_name_len := buf[at]) >= end - at:
+        raise _short_text("ConnectionOpen.client_name", buf, at, end)
     at += 1
-    if client_name_len > end - at:
-        raise _bad_length("ConnectionOpen.client_name", at, client_name_len, end)
     client_name = str(buf[at : at + client_name_len], "utf-8", "surrogateescape")
     at += client_name_len
     options, at = _decode_field_table(buf, at, end)
@@ -436,12 +430,9 @@ def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
     if (bits1 >> 2) & 0x3F != 0:
         raise DecodeError("ChannelOpen.unused1", at, "expected 0")
     options, at = _decode_field_table(buf, at, end)
-    if at >= end:
-        raise DecodeError("ChannelOpen.out_of_band", at, "needs 1 bytes, 0 left")
-    out_of_band_len = buf[at]
+    if at >= end or (out_of_band_len := buf[at]) >= end - at:
+        raise _short_text("ChannelOpen.out_of_band", buf, at, end)
     at += 1
-    if out_of_band_len > end - at:
-        raise _bad_length("ChannelOpen.out_of_band", at, out_of_band_len, end)
     out_of_band = str(buf[at : at + out_of_band_len], "utf-8", "surrogateescape")
     at += out_of_band_len
     if at != end:
@@ -739,12 +730,9 @@ def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
         raise _bad_length("HandleOpen.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    if at >= end:
-        raise DecodeError("HandleOpen.encoding", at, "needs 1 bytes, 0 left")
-    encoding_len = buf[at]
+    if at >= end or (encoding_len := buf[at]) >= end - at:
+        raise _short_text("HandleOpen.encoding", buf, at, end)
     at += 1
-    if encoding_len > end - at:
-        raise _bad_length("HandleOpen.encoding", at, encoding_len, end)
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
     options, at = _decode_field_table(buf, at, end)
@@ -1125,12 +1113,9 @@ def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
         raise _bad_length("HandleQuery.selector", at, selector_len, end)
     selector = bytes(buf[at : at + selector_len])
     at += selector_len
-    if at >= end:
-        raise DecodeError("HandleQuery.mime_type", at, "needs 1 bytes, 0 left")
-    mime_type_len = buf[at]
+    if at >= end or (mime_type_len := buf[at]) >= end - at:
+        raise _short_text("HandleQuery.mime_type", buf, at, end)
     at += 1
-    if mime_type_len > end - at:
-        raise _bad_length("HandleQuery.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
     if at != end:
@@ -1606,10 +1591,9 @@ def _decode_field_table(buf: Buffer, at: int, end: int) -> tuple[Table, int]:
     out = dict.__new__(Table)
     out.constructors = constructors = {}
     while at < stop:
-        key_len = buf[at]
+        if at >= stop or (key_len := buf[at]) >= stop - at:
+            raise _short_text("field-table.key", buf, at, stop)
         at += 1
-        if key_len > stop - at:
-            raise _bad_length("field-table.key", at, key_len, stop)
         key_2 = str(buf[at : at + key_len], "utf-8", "surrogateescape")
         at += key_len
         if key_2 in out:
@@ -1745,20 +1729,14 @@ def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, i
         raise _bad_length("MessageHead.mime_type", at, mime_type_len, end)
     mime_type = str(buf[at : at + mime_type_len], "utf-8", "surrogateescape")
     at += mime_type_len
-    if at >= end:
-        raise DecodeError("MessageHead.encoding", at, "needs 1 bytes, 0 left")
-    encoding_len = buf[at]
+    if at >= end or (encoding_len := buf[at]) >= end - at:
+        raise _short_text("MessageHead.encoding", buf, at, end)
     at += 1
-    if encoding_len > end - at:
-        raise _bad_length("MessageHead.encoding", at, encoding_len, end)
     encoding = str(buf[at : at + encoding_len], "utf-8", "surrogateescape")
     at += encoding_len
-    if at >= end:
-        raise DecodeError("MessageHead.msg_identifier", at, "needs 1 bytes, 0 left")
-    msg_identifier_len = buf[at]
+    if at >= end or (msg_identifier_len := buf[at]) >= end - at:
+        raise _short_text("MessageHead.msg_identifier", buf, at, end)
     at += 1
-    if msg_identifier_len > end - at:
-        raise _bad_length("MessageHead.msg_identifier", at, msg_identifier_len, end)
     msg_identifier = str(buf[at : at + msg_identifier_len], "utf-8", "surrogateescape")
     at += msg_identifier_len
     headers, at = _decode_field_table(buf, at, end)
