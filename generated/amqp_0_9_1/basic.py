@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
+from .framing import _OCTET
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -72,20 +73,8 @@ class BasicProperties(Structure):
 
 _BASIC_PROPERTIES_0 = struct.Struct(">HQ")
 _BASIC_PROPERTIES_0_FIELDS = "BasicProperties: weight body_size"
-_BASIC_PROPERTIES_1 = struct.Struct(">B")
-_BASIC_PROPERTIES_2 = struct.Struct(">B")
-_BASIC_PROPERTIES_3 = struct.Struct(">B")
-_BASIC_PROPERTIES_4 = struct.Struct(">B")
-_BASIC_PROPERTIES_5 = struct.Struct(">B")
-_BASIC_PROPERTIES_6 = struct.Struct(">B")
-_BASIC_PROPERTIES_7 = struct.Struct(">B")
-_BASIC_PROPERTIES_8 = struct.Struct(">B")
 _BASIC_PROPERTIES_9 = struct.Struct(">Q")
 _BASIC_PROPERTIES_9_FIELDS = "BasicProperties: timestamp"
-_BASIC_PROPERTIES_10 = struct.Struct(">B")
-_BASIC_PROPERTIES_11 = struct.Struct(">B")
-_BASIC_PROPERTIES_12 = struct.Struct(">B")
-_BASIC_PROPERTIES_13 = struct.Struct(">B")
 
 
 def _decode_basic_properties(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicProperties:
@@ -280,51 +269,51 @@ def _encode_basic_properties(msg: BasicProperties, parts: list[bytes]) -> None:
     parts.append(struct.pack(">H", words))
     if msg.content_type is not None:
         content_type_raw = msg.content_type.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_1.pack(len(content_type_raw)))
+        parts.append(_OCTET.pack(len(content_type_raw)))
         parts.append(content_type_raw)
     if msg.content_encoding is not None:
         content_encoding_raw = msg.content_encoding.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_2.pack(len(content_encoding_raw)))
+        parts.append(_OCTET.pack(len(content_encoding_raw)))
         parts.append(content_encoding_raw)
     if msg.headers is not None:
         _encode_table(msg.headers, parts)
     if msg.delivery_mode is not None:
-        parts.append(_BASIC_PROPERTIES_3.pack(msg.delivery_mode))
+        parts.append(_OCTET.pack(msg.delivery_mode))
     if msg.priority is not None:
-        parts.append(_BASIC_PROPERTIES_4.pack(msg.priority))
+        parts.append(_OCTET.pack(msg.priority))
     if msg.correlation_id is not None:
         correlation_id_raw = msg.correlation_id.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_5.pack(len(correlation_id_raw)))
+        parts.append(_OCTET.pack(len(correlation_id_raw)))
         parts.append(correlation_id_raw)
     if msg.reply_to is not None:
         reply_to_raw = msg.reply_to.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_6.pack(len(reply_to_raw)))
+        parts.append(_OCTET.pack(len(reply_to_raw)))
         parts.append(reply_to_raw)
     if msg.expiration is not None:
         expiration_raw = msg.expiration.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_7.pack(len(expiration_raw)))
+        parts.append(_OCTET.pack(len(expiration_raw)))
         parts.append(expiration_raw)
     if msg.message_id is not None:
         message_id_raw = msg.message_id.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_8.pack(len(message_id_raw)))
+        parts.append(_OCTET.pack(len(message_id_raw)))
         parts.append(message_id_raw)
     if msg.timestamp is not None:
         parts.append(_BASIC_PROPERTIES_9.pack(msg.timestamp))
     if msg.type is not None:
         type_raw = msg.type.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_10.pack(len(type_raw)))
+        parts.append(_OCTET.pack(len(type_raw)))
         parts.append(type_raw)
     if msg.user_id is not None:
         user_id_raw = msg.user_id.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_11.pack(len(user_id_raw)))
+        parts.append(_OCTET.pack(len(user_id_raw)))
         parts.append(user_id_raw)
     if msg.app_id is not None:
         app_id_raw = msg.app_id.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_12.pack(len(app_id_raw)))
+        parts.append(_OCTET.pack(len(app_id_raw)))
         parts.append(app_id_raw)
     if msg.reserved is not None:
         reserved_raw = msg.reserved.encode("utf-8", "surrogateescape")
-        parts.append(_BASIC_PROPERTIES_13.pack(len(reserved_raw)))
+        parts.append(_OCTET.pack(len(reserved_raw)))
         parts.append(reserved_raw)
 
 
@@ -495,8 +484,6 @@ A set of arguments for the consume. The syntax and semantics of these arguments 
 
 _BASIC_CONSUME_0 = struct.Struct(">HB")
 _BASIC_CONSUME_0_FIELDS = "BasicConsume: reserved1 queue"
-_BASIC_CONSUME_1 = struct.Struct(">B")
-_BASIC_CONSUME_2 = struct.Struct(">B")
 
 
 def _decode_basic_consume(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsume:
@@ -538,10 +525,10 @@ def _encode_basic_consume(msg: BasicConsume, parts: list[bytes]) -> None:
     parts.append(queue_raw)
 
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CONSUME_1.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
     parts.append(
-        _BASIC_CONSUME_2.pack(
+        _OCTET.pack(
             (0x1 if msg.no_local else 0)
             | (0x2 if msg.no_ack else 0)
             | (0x4 if msg.exclusive else 0)
@@ -575,9 +562,6 @@ Holds the consumer tag specified by the client or provided by the server."""
     channel: int = 0
 
 
-_BASIC_CONSUME_OK_0 = struct.Struct(">B")
-
-
 def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicConsumeOk:
     if at >= end or (consumer_tag_len := buf[at]) >= end - at:
         raise _short_text("BasicConsumeOk.consumer_tag", buf, at, end)
@@ -592,7 +576,7 @@ def _decode_basic_consume_ok(buf: Buffer, at: int, end: int, channel: int = 0) -
 def _encode_basic_consume_ok(msg: BasicConsumeOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x15")  # the body key: (0x01, 60, 21)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CONSUME_OK_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 
@@ -638,8 +622,6 @@ This flag tells the server how to react if the message cannot be routed to a que
 
 _BASIC_PUBLISH_0 = struct.Struct(">HB")
 _BASIC_PUBLISH_0_FIELDS = "BasicPublish: reserved1 exchange"
-_BASIC_PUBLISH_1 = struct.Struct(">B")
-_BASIC_PUBLISH_2 = struct.Struct(">B")
 
 
 def _decode_basic_publish(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicPublish:
@@ -676,11 +658,9 @@ def _encode_basic_publish(msg: BasicPublish, parts: list[bytes]) -> None:
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_PUBLISH_1.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(
-        _BASIC_PUBLISH_2.pack((0x1 if msg.mandatory else 0) | (0x2 if msg.immediate else 0))
-    )
+    parts.append(_OCTET.pack((0x1 if msg.mandatory else 0) | (0x2 if msg.immediate else 0)))
 
 
 @structure
@@ -727,8 +707,6 @@ Specifies the routing key name specified when the message was published."""
 
 _BASIC_RETURN_0 = struct.Struct(">HB")
 _BASIC_RETURN_0_FIELDS = "BasicReturn: reply_code reply_text"
-_BASIC_RETURN_1 = struct.Struct(">B")
-_BASIC_RETURN_2 = struct.Struct(">B")
 
 
 def _decode_basic_return(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicReturn:
@@ -762,11 +740,11 @@ def _encode_basic_return(msg: BasicReturn, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_RETURN_1.pack(len(exchange_raw)))
+    parts.append(_OCTET.pack(len(exchange_raw)))
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_RETURN_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
 
 
@@ -812,10 +790,8 @@ Specifies the routing key name specified when the message was published."""
     channel: int = 0
 
 
-_BASIC_DELIVER_0 = struct.Struct(">B")
 _BASIC_DELIVER_1 = struct.Struct(">QBB")
 _BASIC_DELIVER_1_FIELDS = "BasicDeliver: delivery_tag bits1 exchange"
-_BASIC_DELIVER_2 = struct.Struct(">B")
 
 
 def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicDeliver:
@@ -848,7 +824,7 @@ def _decode_basic_deliver(buf: Buffer, at: int, end: int, channel: int = 0) -> B
 def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x3c")  # the body key: (0x01, 60, 60)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_DELIVER_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
@@ -858,7 +834,7 @@ def _encode_basic_deliver(msg: BasicDeliver, parts: list[bytes]) -> None:
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_DELIVER_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
 
 
@@ -900,7 +876,6 @@ If this field is set the server does not expect acknowledgements for messages. T
 
 _BASIC_GET_0 = struct.Struct(">HB")
 _BASIC_GET_0_FIELDS = "BasicGet: reserved1 queue"
-_BASIC_GET_1 = struct.Struct(">B")
 
 
 def _decode_basic_get(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGet:
@@ -929,7 +904,7 @@ def _encode_basic_get(msg: BasicGet, parts: list[bytes]) -> None:
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_BASIC_GET_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
-    parts.append(_BASIC_GET_1.pack(0x1 if msg.no_ack else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_ack else 0))
 
 
 @structure
@@ -977,7 +952,6 @@ The number of messages in the queue, which will be zero for newly-declared queue
 
 _BASIC_GET_OK_0 = struct.Struct(">QBB")
 _BASIC_GET_OK_0_FIELDS = "BasicGetOk: delivery_tag bits1 exchange"
-_BASIC_GET_OK_1 = struct.Struct(">B")
 _BASIC_GET_OK_2 = struct.Struct(">I")
 _BASIC_GET_OK_2_FIELDS = "BasicGetOk: message_count"
 
@@ -1017,7 +991,7 @@ def _encode_basic_get_ok(msg: BasicGetOk, parts: list[bytes]) -> None:
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_GET_OK_1.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
     parts.append(_BASIC_GET_OK_2.pack(msg.message_count))
 
@@ -1044,9 +1018,6 @@ class BasicGetEmpty(Structure):
     channel: int = 0
 
 
-_BASIC_GET_EMPTY_0 = struct.Struct(">B")
-
-
 def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicGetEmpty:
     if at >= end or (reserved1_len := buf[at]) >= end - at:
         raise _short_text("BasicGetEmpty.reserved1", buf, at, end)
@@ -1061,7 +1032,7 @@ def _decode_basic_get_empty(buf: Buffer, at: int, end: int, channel: int = 0) ->
 def _encode_basic_get_empty(msg: BasicGetEmpty, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x48")  # the body key: (0x01, 60, 72)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_GET_EMPTY_0.pack(len(reserved1_raw)))
+    parts.append(_OCTET.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
@@ -1155,9 +1126,6 @@ If this field is zero, the message will be redelivered to the original recipient
     channel: int = 0
 
 
-_BASIC_RECOVER_ASYNC_0 = struct.Struct(">B")
-
-
 def _decode_basic_recover_async(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> BasicRecoverAsync:
@@ -1175,7 +1143,7 @@ def _decode_basic_recover_async(
 
 def _encode_basic_recover_async(msg: BasicRecoverAsync, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x64")  # the body key: (0x01, 60, 100)
-    parts.append(_BASIC_RECOVER_ASYNC_0.pack(0x1 if msg.requeue else 0))
+    parts.append(_OCTET.pack(0x1 if msg.requeue else 0))
 
 
 _BASIC_RECOVER_ASYNC_FRAME = struct.Struct(">BHI4sBB")
@@ -1211,9 +1179,6 @@ If this field is zero, the message will be redelivered to the original recipient
     channel: int = 0
 
 
-_BASIC_RECOVER_0 = struct.Struct(">B")
-
-
 def _decode_basic_recover(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicRecover:
     if at >= end:
         raise DecodeError("BasicRecover.bits1", at, "needs 1 bytes, 0 left")
@@ -1229,7 +1194,7 @@ def _decode_basic_recover(buf: Buffer, at: int, end: int, channel: int = 0) -> B
 
 def _encode_basic_recover(msg: BasicRecover, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x6e")  # the body key: (0x01, 60, 110)
-    parts.append(_BASIC_RECOVER_0.pack(0x1 if msg.requeue else 0))
+    parts.append(_OCTET.pack(0x1 if msg.requeue else 0))
 
 
 _BASIC_RECOVER_FRAME = struct.Struct(">BHI4sBB")

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
+from .framing import _OCTET
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
@@ -42,9 +43,6 @@ class ChannelOpen(Structure):
     channel: int = 0
 
 
-_CHANNEL_OPEN_0 = struct.Struct(">B")
-
-
 def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelOpen:
     if at >= end or (reserved1_len := buf[at]) >= end - at:
         raise _short_text("ChannelOpen.reserved1", buf, at, end)
@@ -59,7 +57,7 @@ def _decode_channel_open(buf: Buffer, at: int, end: int, channel: int = 0) -> Ch
 def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x0a")  # the body key: (0x01, 20, 10)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
-    parts.append(_CHANNEL_OPEN_0.pack(len(reserved1_raw)))
+    parts.append(_OCTET.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 
@@ -135,9 +133,6 @@ If 1, the peer starts sending content frames. If 0, the peer stops sending conte
     channel: int = 0
 
 
-_CHANNEL_FLOW_0 = struct.Struct(">B")
-
-
 def _decode_channel_flow(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlow:
     if at >= end:
         raise DecodeError("ChannelFlow.bits1", at, "needs 1 bytes, 0 left")
@@ -153,7 +148,7 @@ def _decode_channel_flow(buf: Buffer, at: int, end: int, channel: int = 0) -> Ch
 
 def _encode_channel_flow(msg: ChannelFlow, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x14")  # the body key: (0x01, 20, 20)
-    parts.append(_CHANNEL_FLOW_0.pack(0x1 if msg.active else 0))
+    parts.append(_OCTET.pack(0x1 if msg.active else 0))
 
 
 _CHANNEL_FLOW_FRAME = struct.Struct(">BHI4sBB")
@@ -189,9 +184,6 @@ Confirms the setting of the processed flow method: 1 means the peer will start s
     channel: int = 0
 
 
-_CHANNEL_FLOW_OK_0 = struct.Struct(">B")
-
-
 def _decode_channel_flow_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> ChannelFlowOk:
     if at >= end:
         raise DecodeError("ChannelFlowOk.bits1", at, "needs 1 bytes, 0 left")
@@ -207,7 +199,7 @@ def _decode_channel_flow_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
 
 def _encode_channel_flow_ok(msg: ChannelFlowOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x14\x00\x15")  # the body key: (0x01, 20, 21)
-    parts.append(_CHANNEL_FLOW_OK_0.pack(0x1 if msg.active else 0))
+    parts.append(_OCTET.pack(0x1 if msg.active else 0))
 
 
 _CHANNEL_FLOW_OK_FRAME = struct.Struct(">BHI4sBB")

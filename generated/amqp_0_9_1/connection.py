@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
+from .framing import _OCTET
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -158,10 +159,8 @@ Must not be empty."""
     channel: int = 0
 
 
-_CONNECTION_START_OK_0 = struct.Struct(">B")
 _CONNECTION_START_OK_1 = struct.Struct(">I")
 _CONNECTION_START_OK_1_FIELDS = "ConnectionStartOk: response"
-_CONNECTION_START_OK_2 = struct.Struct(">B")
 
 
 def _decode_connection_start_ok(
@@ -196,7 +195,7 @@ def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> N
     _encode_table(msg.client_properties, parts)
 
     mechanism_raw = msg.mechanism.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_START_OK_0.pack(len(mechanism_raw)))
+    parts.append(_OCTET.pack(len(mechanism_raw)))
     parts.append(mechanism_raw)
 
     response_raw = msg.response
@@ -204,7 +203,7 @@ def _encode_connection_start_ok(msg: ConnectionStartOk, parts: list[bytes]) -> N
     parts.append(response_raw)
 
     locale_raw = msg.locale.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_START_OK_2.pack(len(locale_raw)))
+    parts.append(_OCTET.pack(len(locale_raw)))
     parts.append(locale_raw)
 
 
@@ -483,11 +482,6 @@ Must not be empty. At most 127 characters."""
     channel: int = 0
 
 
-_CONNECTION_OPEN_0 = struct.Struct(">B")
-_CONNECTION_OPEN_1 = struct.Struct(">B")
-_CONNECTION_OPEN_2 = struct.Struct(">B")
-
-
 def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) -> ConnectionOpen:
     if at >= end or (virtual_host_len := buf[at]) >= end - at:
         raise _short_text("ConnectionOpen.virtual_host", buf, at, end)
@@ -514,13 +508,13 @@ def _decode_connection_open(buf: Buffer, at: int, end: int, channel: int = 0) ->
 def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x28")  # the body key: (0x01, 10, 40)
     virtual_host_raw = msg.virtual_host.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_OPEN_0.pack(len(virtual_host_raw)))
+    parts.append(_OCTET.pack(len(virtual_host_raw)))
     parts.append(virtual_host_raw)
 
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_OPEN_1.pack(len(reserved1_raw)))
+    parts.append(_OCTET.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
-    parts.append(_CONNECTION_OPEN_2.pack(0x1 if msg.reserved2 else 0))
+    parts.append(_OCTET.pack(0x1 if msg.reserved2 else 0))
 
 
 @structure
@@ -545,9 +539,6 @@ class ConnectionOpenOk(Structure):
     channel: int = 0
 
 
-_CONNECTION_OPEN_OK_0 = struct.Struct(">B")
-
-
 def _decode_connection_open_ok(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionOpenOk:
@@ -564,7 +555,7 @@ def _decode_connection_open_ok(
 def _encode_connection_open_ok(msg: ConnectionOpenOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x29")  # the body key: (0x01, 10, 41)
     reserved1_raw = msg.reserved1.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_OPEN_OK_0.pack(len(reserved1_raw)))
+    parts.append(_OCTET.pack(len(reserved1_raw)))
     parts.append(reserved1_raw)
 
 

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _truncated
+from .framing import _OCTET
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
@@ -98,7 +99,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _EXCHANGE_DELETE_0 = struct.Struct(">HB")
 _EXCHANGE_DELETE_0_FIELDS = "ExchangeDelete: reserved1 exchange"
-_EXCHANGE_DELETE_1 = struct.Struct(">B")
 
 
 def _decode_exchange_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDelete:
@@ -128,9 +128,7 @@ def _encode_exchange_delete(msg: ExchangeDelete, parts: list[bytes]) -> None:
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
     parts.append(_EXCHANGE_DELETE_0.pack(msg.reserved1, len(exchange_raw)))
     parts.append(exchange_raw)
-    parts.append(
-        _EXCHANGE_DELETE_1.pack((0x1 if msg.if_unused else 0) | (0x2 if msg.no_wait else 0))
-    )
+    parts.append(_OCTET.pack((0x1 if msg.if_unused else 0) | (0x2 if msg.no_wait else 0)))
 
 
 @structure

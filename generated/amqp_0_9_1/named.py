@@ -15,13 +15,13 @@ from typing import Any
 
 from .base import Buffer
 from .errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
+from .framing import _OCTET
 from .values import Table, Values, _decimal_parts
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
 
 
-_VALUE_TABLE_0 = struct.Struct(">B")
 _VALUE_TABLE_2 = struct.Struct(">Bi")
 _VALUE_TABLE_2_FIELDS = "field-value field-value"
 _VALUE_TABLE_3 = struct.Struct(">I")
@@ -126,7 +126,7 @@ def _encode_table(value: dict[str, Any], out: list[bytes]) -> None:
     constructors = getattr(value, "constructors", None)  # a decoded Table remembers them
     for key, item in value.items():
         key_raw = key.encode("utf-8", "surrogateescape")
-        parts.append(_VALUE_TABLE_0.pack(len(key_raw)))
+        parts.append(_OCTET.pack(len(key_raw)))
         parts.append(key_raw)
         ctor = None if constructors is None else constructors.get(key)
         _encode_field_value(item, ctor, parts)
@@ -238,7 +238,6 @@ def _encode_field_array(value: list[Any], out: list[bytes]) -> None:
     out.append(data)
 
 
-_VALUE_FIELD_VALUE_0 = struct.Struct(">B")
 _VALUE_FIELD_VALUE_1 = struct.Struct(">Bi")
 _VALUE_FIELD_VALUE_2 = struct.Struct(">I")
 _VALUE_FIELD_VALUE_3 = struct.Struct(">I")
@@ -339,7 +338,7 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
     if fixed is not None:  # one fixed-width number
         parts.append(fixed[0].pack(value))
     elif ctor == 116:  # t boolean
-        parts.append(_VALUE_FIELD_VALUE_0.pack(1 if value else 0))
+        parts.append(_OCTET.pack(1 if value else 0))
     elif ctor == 68:  # D decimal
         value_3_parts = _decimal_parts(value)
         parts.append(_VALUE_FIELD_VALUE_1.pack(value_3_parts[0], value_3_parts[1]))

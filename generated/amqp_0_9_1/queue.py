@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
+from .framing import _OCTET
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
@@ -76,7 +77,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _QUEUE_DECLARE_0 = struct.Struct(">HB")
 _QUEUE_DECLARE_0_FIELDS = "QueueDeclare: reserved1 queue"
-_QUEUE_DECLARE_1 = struct.Struct(">B")
 
 
 def _decode_queue_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDeclare:
@@ -113,7 +113,7 @@ def _encode_queue_declare(msg: QueueDeclare, parts: list[bytes]) -> None:
     parts.append(_QUEUE_DECLARE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(
-        _QUEUE_DECLARE_1.pack(
+        _OCTET.pack(
             (0x1 if msg.passive else 0)
             | (0x2 if msg.durable else 0)
             | (0x4 if msg.exclusive else 0)
@@ -158,7 +158,6 @@ Reports the number of active consumers for the queue. Note that consumers can su
     channel: int = 0
 
 
-_QUEUE_DECLARE_OK_0 = struct.Struct(">B")
 _QUEUE_DECLARE_OK_1 = struct.Struct(">II")
 _QUEUE_DECLARE_OK_1_FIELDS = "QueueDeclareOk: message_count consumer_count"
 
@@ -181,7 +180,7 @@ def _decode_queue_declare_ok(buf: Buffer, at: int, end: int, channel: int = 0) -
 def _encode_queue_declare_ok(msg: QueueDeclareOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x32\x00\x0b")  # the body key: (0x01, 50, 11)
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
-    parts.append(_QUEUE_DECLARE_OK_0.pack(len(queue_raw)))
+    parts.append(_OCTET.pack(len(queue_raw)))
     parts.append(queue_raw)
     parts.append(_QUEUE_DECLARE_OK_1.pack(msg.message_count, msg.consumer_count))
 
@@ -235,9 +234,6 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _QUEUE_BIND_0 = struct.Struct(">HB")
 _QUEUE_BIND_0_FIELDS = "QueueBind: reserved1 queue"
-_QUEUE_BIND_1 = struct.Struct(">B")
-_QUEUE_BIND_2 = struct.Struct(">B")
-_QUEUE_BIND_3 = struct.Struct(">B")
 
 
 def _decode_queue_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueBind:
@@ -279,13 +275,13 @@ def _encode_queue_bind(msg: QueueBind, parts: list[bytes]) -> None:
     parts.append(queue_raw)
 
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
-    parts.append(_QUEUE_BIND_1.pack(len(exchange_raw)))
+    parts.append(_OCTET.pack(len(exchange_raw)))
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_QUEUE_BIND_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_QUEUE_BIND_3.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -362,7 +358,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_PURGE_0 = struct.Struct(">HB")
 _QUEUE_PURGE_0_FIELDS = "QueuePurge: reserved1 queue"
-_QUEUE_PURGE_1 = struct.Struct(">B")
 
 
 def _decode_queue_purge(buf: Buffer, at: int, end: int, channel: int = 0) -> QueuePurge:
@@ -391,7 +386,7 @@ def _encode_queue_purge(msg: QueuePurge, parts: list[bytes]) -> None:
     queue_raw = msg.queue.encode("utf-8", "surrogateescape")
     parts.append(_QUEUE_PURGE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
-    parts.append(_QUEUE_PURGE_1.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
 
 
 @structure
@@ -490,7 +485,6 @@ If set, the server will not respond to the method. The client should not wait fo
 
 _QUEUE_DELETE_0 = struct.Struct(">HB")
 _QUEUE_DELETE_0_FIELDS = "QueueDelete: reserved1 queue"
-_QUEUE_DELETE_1 = struct.Struct(">B")
 
 
 def _decode_queue_delete(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueDelete:
@@ -522,7 +516,7 @@ def _encode_queue_delete(msg: QueueDelete, parts: list[bytes]) -> None:
     parts.append(_QUEUE_DELETE_0.pack(msg.reserved1, len(queue_raw)))
     parts.append(queue_raw)
     parts.append(
-        _QUEUE_DELETE_1.pack(
+        _OCTET.pack(
             (0x1 if msg.if_unused else 0)
             | (0x2 if msg.if_empty else 0)
             | (0x4 if msg.no_wait else 0)
@@ -628,8 +622,6 @@ Specifies the arguments of the binding to unbind."""
 
 _QUEUE_UNBIND_0 = struct.Struct(">HB")
 _QUEUE_UNBIND_0_FIELDS = "QueueUnbind: reserved1 queue"
-_QUEUE_UNBIND_1 = struct.Struct(">B")
-_QUEUE_UNBIND_2 = struct.Struct(">B")
 
 
 def _decode_queue_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> QueueUnbind:
@@ -664,11 +656,11 @@ def _encode_queue_unbind(msg: QueueUnbind, parts: list[bytes]) -> None:
     parts.append(queue_raw)
 
     exchange_raw = msg.exchange.encode("utf-8", "surrogateescape")
-    parts.append(_QUEUE_UNBIND_1.pack(len(exchange_raw)))
+    parts.append(_OCTET.pack(len(exchange_raw)))
     parts.append(exchange_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_QUEUE_UNBIND_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
     _encode_table(msg.arguments, parts)
 

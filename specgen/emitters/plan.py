@@ -108,6 +108,10 @@ class Fixed:
     bits: list[BitMember] = field(default_factory=list)
 
 
+OCTET = "_OCTET"
+"""The framing module's struct of one unsigned octet, which every one-octet run packs with."""
+
+
 @dataclass
 class Run:
     """Fixed-width members read and written with one precompiled struct.Struct."""
@@ -921,7 +925,9 @@ class Planner:
         if not run.items:
             steps.extend(run.post)
             return
-        run.const = f"_{snake(self.owner).upper()}_{len(self.runs)}"
+        # one octet packs with the package's one struct for it (`framing._OCTET`), not a
+        # constant of its own per field (0-9-1's properties had thirteen alike)
+        run.const = OCTET if run.byte else f"_{snake(self.owner).upper()}_{len(self.runs)}"
         self.runs.append(run)
         steps.append(run)
         steps.extend(run.post)

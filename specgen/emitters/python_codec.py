@@ -35,6 +35,7 @@ DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 
 # the framing module's names a frame encoder may read, in the order isort writes them
 _FRAMING = (
+    "_OCTET",
     "HEADER_SIZE",
     "LENGTH",
     "LENGTH_ESCAPE",
@@ -68,6 +69,7 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
             spec,
             plan.protocol,
             default_max_frame=DEFAULT_MAX_FRAME,
+            octet=_packs_octets(plan),
             segment_facts=segments["segment_facts"],
             **common,
         ),
@@ -80,6 +82,13 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         ),
     }
     return files
+
+
+def _packs_octets(plan: ModulePlan) -> bool:
+    """Whether some codec of the plan packs a one-octet run (with `framing._OCTET`)."""
+    runs = [r for m in plan.messages for r in m.runs]
+    runs += [r for n in plan.named for r in n.runs if r.only != "decode"]
+    return any(r.byte for r in runs)
 
 
 def _packed_macro(renderer: Renderer, template: str, name: str, *args: Any) -> str:

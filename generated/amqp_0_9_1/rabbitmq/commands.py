@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from .. import shared
 from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
-from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
+from ..framing import _OCTET, HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
 
@@ -50,9 +50,6 @@ The reason the connection was blocked."""
     channel: int = 0
 
 
-_CONNECTION_BLOCKED_0 = struct.Struct(">B")
-
-
 def _decode_connection_blocked(
     buf: Buffer, at: int, end: int, channel: int = 0
 ) -> ConnectionBlocked:
@@ -69,7 +66,7 @@ def _decode_connection_blocked(
 def _encode_connection_blocked(msg: ConnectionBlocked, parts: list[bytes]) -> None:
     parts.append(b"\x00\x0a\x00\x3c")  # the body key: (0x01, 10, 60)
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_BLOCKED_0.pack(len(reason_raw)))
+    parts.append(_OCTET.pack(len(reason_raw)))
     parts.append(reason_raw)
 
 
@@ -141,7 +138,6 @@ The reason for the secret update."""
 
 _CONNECTION_UPDATE_SECRET_0 = struct.Struct(">I")
 _CONNECTION_UPDATE_SECRET_0_FIELDS = "ConnectionUpdateSecret: new_secret"
-_CONNECTION_UPDATE_SECRET_1 = struct.Struct(">B")
 
 
 def _decode_connection_update_secret(
@@ -172,7 +168,7 @@ def _encode_connection_update_secret(msg: ConnectionUpdateSecret, parts: list[by
     parts.append(new_secret_raw)
 
     reason_raw = msg.reason.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_UPDATE_SECRET_1.pack(len(reason_raw)))
+    parts.append(_OCTET.pack(len(reason_raw)))
     parts.append(reason_raw)
 
 
@@ -273,8 +269,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
-_EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2 = struct.Struct(">B")
 
 
 def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
@@ -326,10 +320,10 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     parts.append(exchange_raw)
 
     type_raw = msg.type.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_DECLARE_1.pack(len(type_raw)))
+    parts.append(_OCTET.pack(len(type_raw)))
     parts.append(type_raw)
     parts.append(
-        _EXCHANGE_DECLARE_2.pack(
+        _OCTET.pack(
             (0x1 if msg.passive else 0)
             | (0x2 if msg.durable else 0)
             | (0x4 if msg.auto_delete else 0)
@@ -388,9 +382,6 @@ A set of arguments for the binding. The syntax and semantics of these arguments 
 
 _EXCHANGE_BIND_0 = struct.Struct(">HB")
 _EXCHANGE_BIND_0_FIELDS = "ExchangeBind: reserved1 destination"
-_EXCHANGE_BIND_1 = struct.Struct(">B")
-_EXCHANGE_BIND_2 = struct.Struct(">B")
-_EXCHANGE_BIND_3 = struct.Struct(">B")
 
 
 def _decode_exchange_bind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeBind:
@@ -432,13 +423,13 @@ def _encode_exchange_bind(msg: ExchangeBind, parts: list[bytes]) -> None:
     parts.append(destination_raw)
 
     source_raw = msg.source.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_BIND_1.pack(len(source_raw)))
+    parts.append(_OCTET.pack(len(source_raw)))
     parts.append(source_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_BIND_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_EXCHANGE_BIND_3.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -527,9 +518,6 @@ Specifies the arguments of the binding to unbind."""
 
 _EXCHANGE_UNBIND_0 = struct.Struct(">HB")
 _EXCHANGE_UNBIND_0_FIELDS = "ExchangeUnbind: reserved1 destination"
-_EXCHANGE_UNBIND_1 = struct.Struct(">B")
-_EXCHANGE_UNBIND_2 = struct.Struct(">B")
-_EXCHANGE_UNBIND_3 = struct.Struct(">B")
 
 
 def _decode_exchange_unbind(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeUnbind:
@@ -571,13 +559,13 @@ def _encode_exchange_unbind(msg: ExchangeUnbind, parts: list[bytes]) -> None:
     parts.append(destination_raw)
 
     source_raw = msg.source.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_UNBIND_1.pack(len(source_raw)))
+    parts.append(_OCTET.pack(len(source_raw)))
     parts.append(source_raw)
 
     routing_key_raw = msg.routing_key.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_UNBIND_2.pack(len(routing_key_raw)))
+    parts.append(_OCTET.pack(len(routing_key_raw)))
     parts.append(routing_key_raw)
-    parts.append(_EXCHANGE_UNBIND_3.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
     _encode_table(msg.arguments, parts)
 
 
@@ -650,10 +638,6 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
 
 
-_BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_1 = struct.Struct(">B")
-
-
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
     if at >= end or (consumer_tag_len := buf[at]) >= end - at:
         raise _short_text("BasicCancel.consumer_tag", buf, at, end)
@@ -675,9 +659,9 @@ def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1e")  # the body key: (0x01, 60, 30)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-    parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
 
 
 @structure
@@ -703,9 +687,6 @@ Identifier for the consumer, valid within the current channel."""
     channel: int = 0
 
 
-_BASIC_CANCEL_OK_0 = struct.Struct(">B")
-
-
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
     if at >= end or (consumer_tag_len := buf[at]) >= end - at:
         raise _short_text("BasicCancelOk.consumer_tag", buf, at, end)
@@ -720,7 +701,7 @@ def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1f")  # the body key: (0x01, 60, 31)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 
@@ -891,9 +872,6 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
 
 
-_CONFIRM_SELECT_0 = struct.Struct(">B")
-
-
 def _decode_confirm_select(buf: Buffer, at: int, end: int, channel: int = 0) -> ConfirmSelect:
     if at >= end:
         raise DecodeError("ConfirmSelect.bits1", at, "needs 1 bytes, 0 left")
@@ -909,7 +887,7 @@ def _decode_confirm_select(buf: Buffer, at: int, end: int, channel: int = 0) -> 
 
 def _encode_confirm_select(msg: ConfirmSelect, parts: list[bytes]) -> None:
     parts.append(b"\x00\x55\x00\x0a")  # the body key: (0x01, 85, 10)
-    parts.append(_CONFIRM_SELECT_0.pack(0x1 if msg.nowait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.nowait else 0))
 
 
 _CONFIRM_SELECT_FRAME = struct.Struct(">BHI4sBB")

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from .. import shared
 from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
-from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
+from ..framing import _OCTET, HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
 
@@ -82,8 +82,6 @@ A set of arguments for the declaration. The syntax and semantics of these argume
 
 _EXCHANGE_DECLARE_0 = struct.Struct(">HB")
 _EXCHANGE_DECLARE_0_FIELDS = "ExchangeDeclare: reserved1 exchange"
-_EXCHANGE_DECLARE_1 = struct.Struct(">B")
-_EXCHANGE_DECLARE_2 = struct.Struct(">B")
 
 
 def _decode_exchange_declare(buf: Buffer, at: int, end: int, channel: int = 0) -> ExchangeDeclare:
@@ -135,10 +133,10 @@ def _encode_exchange_declare(msg: ExchangeDeclare, parts: list[bytes]) -> None:
     parts.append(exchange_raw)
 
     type_raw = msg.type.encode("utf-8", "surrogateescape")
-    parts.append(_EXCHANGE_DECLARE_1.pack(len(type_raw)))
+    parts.append(_OCTET.pack(len(type_raw)))
     parts.append(type_raw)
     parts.append(
-        _EXCHANGE_DECLARE_2.pack(
+        _OCTET.pack(
             (0x1 if msg.passive else 0)
             | (0x2 if msg.durable else 0)
             | (0x4 if msg.reserved2 else 0)
@@ -177,10 +175,6 @@ If set, the server will not respond to the method. The client should not wait fo
     channel: int = 0
 
 
-_BASIC_CANCEL_0 = struct.Struct(">B")
-_BASIC_CANCEL_1 = struct.Struct(">B")
-
-
 def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancel:
     if at >= end or (consumer_tag_len := buf[at]) >= end - at:
         raise _short_text("BasicCancel.consumer_tag", buf, at, end)
@@ -202,9 +196,9 @@ def _decode_basic_cancel(buf: Buffer, at: int, end: int, channel: int = 0) -> Ba
 def _encode_basic_cancel(msg: BasicCancel, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1e")  # the body key: (0x01, 60, 30)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CANCEL_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
-    parts.append(_BASIC_CANCEL_1.pack(0x1 if msg.no_wait else 0))
+    parts.append(_OCTET.pack(0x1 if msg.no_wait else 0))
 
 
 @structure
@@ -230,9 +224,6 @@ Identifier for the consumer, valid within the current channel."""
     channel: int = 0
 
 
-_BASIC_CANCEL_OK_0 = struct.Struct(">B")
-
-
 def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) -> BasicCancelOk:
     if at >= end or (consumer_tag_len := buf[at]) >= end - at:
         raise _short_text("BasicCancelOk.consumer_tag", buf, at, end)
@@ -247,7 +238,7 @@ def _decode_basic_cancel_ok(buf: Buffer, at: int, end: int, channel: int = 0) ->
 def _encode_basic_cancel_ok(msg: BasicCancelOk, parts: list[bytes]) -> None:
     parts.append(b"\x00\x3c\x00\x1f")  # the body key: (0x01, 60, 31)
     consumer_tag_raw = msg.consumer_tag.encode("utf-8", "surrogateescape")
-    parts.append(_BASIC_CANCEL_OK_0.pack(len(consumer_tag_raw)))
+    parts.append(_OCTET.pack(len(consumer_tag_raw)))
     parts.append(consumer_tag_raw)
 
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import (
+    _OCTET,
     HEADER_SIZE,
     LENGTH,
     LENGTH_ESCAPE,
@@ -142,9 +143,6 @@ class ConnectionResponse(Structure):
     """A set of response fields that provide additional information for the specific security mechanism chosen."""
 
 
-_CONNECTION_RESPONSE_0 = struct.Struct(">B")
-
-
 def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionResponse:
     if at >= end or (mechanism_len := buf[at]) >= end - at:
         raise _short_text("ConnectionResponse.mechanism", buf, at, end)
@@ -159,7 +157,7 @@ def _decode_connection_response(buf: Buffer, at: int, end: int) -> ConnectionRes
 
 def _encode_connection_response(msg: ConnectionResponse, parts: list[bytes]) -> None:
     mechanism_raw = msg.mechanism.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_RESPONSE_0.pack(len(mechanism_raw)))
+    parts.append(_OCTET.pack(len(mechanism_raw)))
     parts.append(mechanism_raw)
     _encode_field_table(msg.responses, parts)
 
@@ -221,7 +219,6 @@ class ConnectionOpen(Structure):
 
 _CONNECTION_OPEN_0 = struct.Struct(">HB")
 _CONNECTION_OPEN_0_FIELDS = "ConnectionOpen: confirm_tag virtual_path"
-_CONNECTION_OPEN_1 = struct.Struct(">B")
 
 
 def _decode_connection_open(buf: Buffer, at: int, end: int) -> ConnectionOpen:
@@ -250,7 +247,7 @@ def _encode_connection_open(msg: ConnectionOpen, parts: list[bytes]) -> None:
     parts.append(virtual_path_raw)
 
     client_name_raw = msg.client_name.encode("utf-8", "surrogateescape")
-    parts.append(_CONNECTION_OPEN_1.pack(len(client_name_raw)))
+    parts.append(_OCTET.pack(len(client_name_raw)))
     parts.append(client_name_raw)
     _encode_field_table(msg.options, parts)
 
@@ -272,9 +269,6 @@ class ConnectionPing(Structure):
     """If 1, asks the recipient to respond with a CONNECTION PING command.  Note: the response to a PING should never be a PING with respond set to 1.  (For hopefully obvious reasons.)"""
 
 
-_CONNECTION_PING_0 = struct.Struct(">B")
-
-
 def _decode_connection_ping(buf: Buffer, at: int, end: int) -> ConnectionPing:
     if at >= end:
         raise DecodeError("ConnectionPing.bits1", at, "needs 1 bytes, 0 left")
@@ -289,7 +283,7 @@ def _decode_connection_ping(buf: Buffer, at: int, end: int) -> ConnectionPing:
 
 
 def _encode_connection_ping(msg: ConnectionPing, parts: list[bytes]) -> None:
-    parts.append(_CONNECTION_PING_0.pack(0x1 if msg.respond else 0))
+    parts.append(_OCTET.pack(0x1 if msg.respond else 0))
 
 
 _CONNECTION_PING_FRAME = struct.Struct(">HBBB")
@@ -417,7 +411,6 @@ class ChannelOpen(Structure):
 
 _CHANNEL_OPEN_0 = struct.Struct(">HHB")
 _CHANNEL_OPEN_0_FIELDS = "ChannelOpen: channel_id confirm_tag bits1"
-_CHANNEL_OPEN_1 = struct.Struct(">B")
 
 
 def _decode_channel_open(buf: Buffer, at: int, end: int) -> ChannelOpen:
@@ -451,7 +444,7 @@ def _encode_channel_open(msg: ChannelOpen, parts: list[bytes]) -> None:
     _encode_field_table(msg.options, parts)
 
     out_of_band_raw = msg.out_of_band.encode("utf-8", "surrogateescape")
-    parts.append(_CHANNEL_OPEN_1.pack(len(out_of_band_raw)))
+    parts.append(_OCTET.pack(len(out_of_band_raw)))
     parts.append(out_of_band_raw)
 
 
@@ -713,7 +706,6 @@ class HandleOpen(Structure):
 
 _HANDLE_OPEN_0 = struct.Struct(">HHHBB")
 _HANDLE_OPEN_0_FIELDS = "HandleOpen: channel_id handle_id confirm_tag bits1 mime_type"
-_HANDLE_OPEN_1 = struct.Struct(">B")
 
 
 def _decode_handle_open(buf: Buffer, at: int, end: int) -> HandleOpen:
@@ -767,7 +759,7 @@ def _encode_handle_open(msg: HandleOpen, parts: list[bytes]) -> None:
     parts.append(mime_type_raw)
 
     encoding_raw = msg.encoding.encode("utf-8", "surrogateescape")
-    parts.append(_HANDLE_OPEN_1.pack(len(encoding_raw)))
+    parts.append(_OCTET.pack(len(encoding_raw)))
     parts.append(encoding_raw)
     _encode_field_table(msg.options, parts)
 
@@ -1093,7 +1085,6 @@ _HANDLE_QUERY_0 = struct.Struct(">HIB")
 _HANDLE_QUERY_0_FIELDS = "HandleQuery: handle_id message_nbr dest_name"
 _HANDLE_QUERY_1 = struct.Struct(">H")
 _HANDLE_QUERY_1_FIELDS = "HandleQuery: selector"
-_HANDLE_QUERY_2 = struct.Struct(">B")
 
 
 def _decode_handle_query(buf: Buffer, at: int, end: int) -> HandleQuery:
@@ -1133,7 +1124,7 @@ def _encode_handle_query(msg: HandleQuery, parts: list[bytes]) -> None:
     parts.append(selector_raw)
 
     mime_type_raw = msg.mime_type.encode("utf-8", "surrogateescape")
-    parts.append(_HANDLE_QUERY_2.pack(len(mime_type_raw)))
+    parts.append(_OCTET.pack(len(mime_type_raw)))
     parts.append(mime_type_raw)
 
 
@@ -1570,7 +1561,6 @@ def _encode_handle_close(msg: HandleClose, parts: list[bytes]) -> None:
     parts.append(reply_text_raw)
 
 
-_VALUE_FIELD_TABLE_0 = struct.Struct(">B")
 _VALUE_FIELD_TABLE_1 = struct.Struct(">H")
 _VALUE_FIELD_TABLE_1_FIELDS = "field-value"
 _VALUE_FIELD_TABLE_2 = struct.Struct(">Bi")
@@ -1643,7 +1633,7 @@ def _encode_field_table(value: dict[str, Any], out: list[bytes]) -> None:
     constructors = getattr(value, "constructors", None)  # a decoded Table remembers them
     for key, item in value.items():
         key_raw = key.encode("utf-8", "surrogateescape")
-        parts.append(_VALUE_FIELD_TABLE_0.pack(len(key_raw)))
+        parts.append(_OCTET.pack(len(key_raw)))
         parts.append(key_raw)
         ctor = None if constructors is None else constructors.get(key)
         _encode_field_value(item, ctor, parts)
@@ -1710,8 +1700,6 @@ def _encode_field_value(value: Any, ctor: int | None, parts: list[bytes]) -> Non
 
 _VALUE_MESSAGE_HEAD_0 = struct.Struct(">IBBIB")
 _VALUE_MESSAGE_HEAD_0_FIELDS = "MessageHead: body_size bits1 priority expiration mime_type"
-_VALUE_MESSAGE_HEAD_1 = struct.Struct(">B")
-_VALUE_MESSAGE_HEAD_2 = struct.Struct(">B")
 
 
 def _decode_message_head(buf: Buffer, at: int, end: int) -> tuple[MessageHead, int]:
@@ -1760,11 +1748,11 @@ def _encode_message_head(value: MessageHead, parts: list[bytes]) -> None:
     parts.append(mime_type_raw)
 
     encoding_raw = value.encoding.encode("utf-8", "surrogateescape")
-    parts.append(_VALUE_MESSAGE_HEAD_1.pack(len(encoding_raw)))
+    parts.append(_OCTET.pack(len(encoding_raw)))
     parts.append(encoding_raw)
 
     msg_identifier_raw = value.msg_identifier.encode("utf-8", "surrogateescape")
-    parts.append(_VALUE_MESSAGE_HEAD_2.pack(len(msg_identifier_raw)))
+    parts.append(_OCTET.pack(len(msg_identifier_raw)))
     parts.append(msg_identifier_raw)
     _encode_field_table(value.headers, parts)
 
