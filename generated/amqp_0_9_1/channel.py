@@ -14,10 +14,12 @@ from typing import ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
-from .framing import _OCTET
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
+
+_OCTET = struct.Struct(">B")
+"""One unsigned octet: what this module's codecs pack a one-octet field with."""
 
 
 @structure

@@ -14,11 +14,13 @@ from typing import Any, ClassVar
 
 from .base import Buffer, Structure, structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
-from .framing import _OCTET
 from .named import _decode_table, _encode_table
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
+
+_OCTET = struct.Struct(">B")
+"""One unsigned octet: what this module's codecs pack a one-octet field with."""
 
 
 @structure

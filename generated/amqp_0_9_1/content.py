@@ -9,12 +9,17 @@ the codecs here.
 
 from __future__ import annotations
 
+import struct
 from typing import ClassVar
 
 from .base import Buffer, Structure, structure
+from .framing import TRAILER
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
+
+HEADER = struct.Struct(">BHI")
+"""The frame header of every version: `uint8 type, uint16 channel, uint32 size`."""
 
 
 @structure
@@ -43,3 +48,9 @@ def _decode_content_body(buf: Buffer, at: int, end: int, channel: int = 0) -> Co
 
 def _encode_content_body(msg: ContentBody, parts: list[bytes]) -> None:
     parts.append(msg.payload)
+
+
+def _frame_content_body(msg: ContentBody) -> bytes:
+    """The whole frame in one join: its one field is the whole body, written as it is."""
+    body = msg.payload
+    return b"".join((HEADER.pack(0x03, msg.channel, len(body)), body, TRAILER))

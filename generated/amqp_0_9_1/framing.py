@@ -32,9 +32,6 @@ LENGTH_ADJUST = 8
 """A frame's bytes, header and trailer included: its length field plus this."""
 MIN_LENGTH = 0
 """The smallest length field a frame can have."""
-_OCTET = struct.Struct(">B")
-"""One unsigned octet: what the codecs pack a one-octet field (a short string's length, a byte
-of bits) with."""
 DISPATCH_INDEXES: tuple[int, ...] = (0,)
 """Header fields that, in this order, say which layouts the frame may have (FRAME_KEYS)."""
 CARRIED_FIELDS: tuple[str, ...] = ("channel",)

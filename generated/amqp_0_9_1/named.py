@@ -15,11 +15,13 @@ from typing import Any
 
 from .base import Buffer
 from .errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
-from .framing import _OCTET
 from .values import Table, Values, _decimal_parts
 
 FRAMED_BY = ".shared"
 """The module whose `encode` frames these classes (their `encode()` calls it)."""
+
+_OCTET = struct.Struct(">B")
+"""One unsigned octet: what this module's codecs pack a one-octet field with."""
 
 
 _VALUE_TABLE_2 = struct.Struct(">Bi")

@@ -127,7 +127,7 @@ from .connection import (
     _frame_connection_tune,
     _frame_connection_tune_ok,
 )
-from .content import ContentBody, _decode_content_body, _encode_content_body
+from .content import ContentBody, _decode_content_body, _encode_content_body, _frame_content_body
 from .errors import DecodeError, EncodeError
 from .exchange import (
     ExchangeDeclareOk,
@@ -500,7 +500,7 @@ _ENCODERS: dict[type, Callable[[Any, list[bytes]], None]] = {
 # each message's own frame encoder (one pack where every field has a fixed width), where
 # encode need not look at the message to frame it
 _FRAMES: dict[type, Callable[[Any], bytes]] = {
-    ContentBody: _framer(_encode_content_body, 0x03),
+    ContentBody: _frame_content_body,
     Heartbeat: _frame_heartbeat,
     ConnectionStart: _framer(_encode_connection_start, 0x01),
     ConnectionStartOk: _framer(_encode_connection_start_ok, 0x01),

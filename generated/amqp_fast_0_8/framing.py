@@ -38,9 +38,6 @@ LENGTH_ESCAPE = 0xFFFF
 WIDE_LENGTH = struct.Struct(">I")
 WIDE_HEADER = struct.Struct(">xxIB")
 """The header when the length is escaped: the same fields, the wider length in place."""
-_OCTET = struct.Struct(">B")
-"""One unsigned octet: what the codecs pack a one-octet field (a short string's length, a byte
-of bits) with."""
 DISPATCH_INDEXES: tuple[int, ...] = (1,)
 """Header fields that, in this order, say which layouts the frame may have (FRAME_KEYS)."""
 CARRIED_FIELDS: tuple[str, ...] = ()

@@ -10,6 +10,7 @@ from typing import Any
 
 from specgen.emitters import imports, pytext, sharing
 from specgen.emitters.plan import (
+    OCTET,
     BitsStep,
     BlobStep,
     BoolCheck,
@@ -35,7 +36,6 @@ DEFAULT_MAX_FRAME = 64 * 1024 * 1024
 
 # the framing module's names a frame encoder may read, in the order isort writes them
 _FRAMING = (
-    "_OCTET",
     "HEADER_SIZE",
     "LENGTH",
     "LENGTH_ESCAPE",
@@ -69,7 +69,6 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
             spec,
             plan.protocol,
             default_max_frame=DEFAULT_MAX_FRAME,
-            octet=_packs_octets(plan),
             segment_facts=segments["segment_facts"],
             **common,
         ),
@@ -82,13 +81,6 @@ def emit_shared(spec: SpecVersion, plan: ModulePlan, renderer: Renderer) -> dict
         ),
     }
     return files
-
-
-def _packs_octets(plan: ModulePlan) -> bool:
-    """Whether some codec of the plan packs a one-octet run (with `framing._OCTET`)."""
-    runs = [r for m in plan.messages for r in m.runs]
-    runs += [r for n in plan.named for r in n.runs if r.only != "decode"]
-    return any(r.byte for r in runs)
 
 
 def _packed_macro(renderer: Renderer, template: str, name: str, *args: Any) -> str:
@@ -589,9 +581,7 @@ def _shared_class_module(
 ) -> str:
     """One spec class's shared messages (or, `named`, the structures and named types they
     read), imported from where they are defined, framed by `shared`."""
-    imports_text, uses_header = _class_module_imports(
-        texts, providers, f"{latest.spec.package}/{group}.py"
-    )
+    imports_text, own = _class_module_imports(texts, providers, f"{latest.spec.package}/{group}.py")
     summary = (
         "the structures and named types read by the messages"
         if group == "named"
@@ -605,7 +595,8 @@ def _shared_class_module(
         versions=versions,
         framed_by=".shared",
         imports_text=Code(imports_text),
-        uses_header=uses_header,
+        uses_header="HEADER" in own,
+        uses_octet=OCTET in own,
         blocks=texts,
         frame=latest.plan.frame,
         **{k: v for k, v in _common(latest.spec, latest.plan).items() if k != "frame"},
@@ -614,14 +605,21 @@ def _shared_class_module(
 
 def _class_module_imports(
     texts: list[str], providers: dict[str, str], where: str
-) -> tuple[str, bool]:
+) -> tuple[str, set[str]]:
     """A class module's import lines (`shared_class.py.j2`), from what its blocks read, and
-    whether they read HEADER: the module then packs its own, which is scanned with the blocks
-    so that it counts as bound here, not imported."""
+    which of the structs every module packs its own of (`OWN_STRUCTS`) they read: those are
+    scanned with the blocks so that they count as bound here, not imported."""
     body = "\n\n\n".join(texts)
-    uses_header = "HEADER" in block("module", where, body).uses
-    own = 'HEADER = struct.Struct(">")\n' if uses_header else ""
-    return imports.needed(own + body, providers, where).text(), uses_header
+    own = OWN_STRUCTS & block("module", where, body).uses
+    defined = "".join(f'{name} = struct.Struct(">")\n' for name in sorted(own))
+    return imports.needed(defined + body, providers, where).text(), own
+
+
+# the structs a module that packs with them defines itself rather than imports: CPython 3.11
+# compiles a method call on an imported name as an attribute load and a call (it takes the name
+# for a module), so `_OCTET.pack(n)` with `_OCTET` imported made a bound method on every call
+# (Basic.Publish encode 232 -> 289 ns)
+OWN_STRUCTS = {"HEADER", OCTET}
 
 
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
@@ -657,9 +655,7 @@ def _version_class_module(
     """One module of a version's own messages (or structures), grouped as `module_of` says,
     imported from where they are defined, framed by the version's `commands`."""
     spec, plan = code.spec, code.plan
-    imports_text, uses_header = _class_module_imports(
-        texts, providers, f"{spec.package_path}/{module}.py"
-    )
+    imports_text, own = _class_module_imports(texts, providers, f"{spec.package_path}/{module}.py")
     return renderer.render(
         "python/shared_class.py.j2",
         spec,
@@ -669,7 +665,8 @@ def _version_class_module(
         framed_by=".commands",
         messages=module != "structures",
         imports_text=Code(imports_text),
-        uses_header=uses_header,
+        uses_header="HEADER" in own,
+        uses_octet=OCTET in own,
         blocks=texts,
         **_common(spec, plan),
     )
@@ -730,7 +727,7 @@ def emit(
                 continue  # its codecs are reached through the shared module's tables
             wanted.add(m["cls"])
             wanted |= {f"_decode_{m['func']}", f"_encode_{m['func']}"}
-            if m["fixed_frame"]:
+            if m["fixed_frame"] or m["whole_frame"]:
                 wanted.add(f"_frame_{m['func']}")
             wanted |= {f"_decode_{m['func']}_as_{k:04x}" for k in m["decode_keys"]}
     wanted |= {s["name"] for s in structs} - reexported
@@ -1222,6 +1219,28 @@ def _fixed_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, A
     return {"fmt": fmt, "head": head, "runs": runs, "tail": tail}
 
 
+def _whole_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] | None:
+    """A message whose one field is its whole body (bytes to the frame's end, no body key: 0-9-1's
+    content body) frames that field as it is: the header packed before it, the trailer after,
+    in one join, with no parts list and no body encoder call. None for any other, and where
+    the length may need the wide header."""
+    if aliased or m.body_key or frame.escape is not None or not _ends_on_rest(m):
+        return None
+    fields = [s for s in m.steps if not (isinstance(s, Build) and s.local == "msg")]
+    if len(fields) != 1:
+        return None
+    blob = fields[0]
+    assert isinstance(blob, BlobStep)
+    extra = frame.size + frame.trailer_size - frame.adjust
+    sign = "+" if extra > 0 else "-"
+    length = "len(body)" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+    return {
+        "expr": Code(blob.expr),
+        "head": _header_values(m, frame, Code(length)),
+        "trailer": bool(frame.trailer),
+    }
+
+
 def _fast_dispatch(
     frame: FramePlan, dispatch: dict[tuple[int, ...], list[dict[str, Any]]]
 ) -> dict[str, Any]:
@@ -1367,6 +1386,7 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
         "body_key": m.body_key,
         "carried": [h.local for h in frame.carried],
         "fixed_frame": _fixed_frame(m, frame, bool(decode_keys)),
+        "whole_frame": _whole_frame(m, frame, bool(decode_keys)),
         "ends_on_rest": _ends_on_rest(m),
         "framed": _framed(m, frame, bool(decode_keys)),
         "alias": "",

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from .. import shared
 from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
-from ..framing import _OCTET, HEADER_SIZE, TRAILER, TRAILER_SIZE
+from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table
 from ..shared import *  # noqa: F403 (its __all__: the classes every version shares)
 
@@ -26,6 +26,8 @@ Sender = Literal["client", "server"]
 
 HEADER = struct.Struct(">BHI")
 """This version's frame header: `uint8 type, uint16 channel, uint32 size`."""
+_OCTET = struct.Struct(">B")
+"""One unsigned octet: what this module's codecs pack a one-octet field with."""
 
 
 @structure

@@ -19,7 +19,6 @@ from typing import Any, ClassVar, Literal
 from ..base import Buffer, Structure, structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import (
-    _OCTET,
     HEADER_SIZE,
     LENGTH,
     LENGTH_ESCAPE,
@@ -34,6 +33,8 @@ Sender = Literal["client", "server"]
 
 HEADER = struct.Struct(">HB")
 """This version's frame header: `uint16 size, uint8 code`."""
+_OCTET = struct.Struct(">B")
+"""One unsigned octet: what this module's codecs pack a one-octet field with."""
 
 
 @structure
