@@ -284,7 +284,7 @@ def _decorator_name(dec: ast.expr) -> str:
 
 def _init_param(source: str, stmt: ast.AnnAssign) -> tuple[str, str, bool]:
     """A field's `__init__` parameter, the line that stores it, and whether it is keyword-only:
-    as the fused packages' `base._init_source` makes them at run time."""
+    as the fused packages' `lazy_init.init_source` makes them at run time."""
     assert isinstance(stmt.target, ast.Name)
     name = stmt.target.id
     ann = ast.get_source_segment(source, stmt.annotation)
@@ -308,11 +308,11 @@ def _init_param(source: str, stmt: ast.AnnAssign) -> tuple[str, str, bool]:
 
 def structures_written_out(source: str) -> str:
     """A fused package's classes are `@structure`s, whose `__init__` the first instance compiles
-    (`base.structure`); mypyc compiles no class with a decorator it does not know ("Non-extension
+    (`lazy_init.structure`); mypyc compiles no class with a decorator it does not know ("Non-extension
     classes may not inherit from extension classes"), and an `__init__` made at run time would
     stay interpreted. Each becomes `@dataclass(slots=True, init=False, repr=False, eq=False)`
     with its `__init__` written out, the same parameters and stores. Applied to the staged copy
-    only. So is `base.structure` itself: `@dataclass_transform` (for type checkers) would set
+    only. So is `lazy_init.structure` itself: `@dataclass_transform` (for type checkers) would set
     an attribute on a compiled function, which has none, and nothing here uses it."""
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)

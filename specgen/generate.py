@@ -32,7 +32,7 @@ from specgen.specs import SpecVersion, build_ir, registry
 GENERATED = CHECKOUT / "generated" if CHECKOUT else None
 """The checkout's codecs; an installed specgen has none and writes only where --out says."""
 
-RUNTIME = ("arrow_columns", "automata", "violations")
+RUNTIME = ("arrow_columns", "automata", "lazy_init", "violations")
 """The top-level modules of specgen_codecs: what every protocol's generated code shares."""
 
 _PACKAGE_DOC = '"""Generated code: one package per protocol, one sub-package per spec version."""\n'

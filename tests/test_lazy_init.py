@@ -1,4 +1,4 @@
-"""The fused packages' classes get their `__init__` from their first instance (`base.structure`):
+"""The fused packages' classes get their `__init__` from their first instance (`specgen_codecs.lazy_init.structure`):
 it must take and store what @dataclass(init=True) would, and importing must compile none."""
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
-from .base import Buffer, Structure, structure
+from ..lazy_init import structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
 
 FRAMED_BY = ".shared"

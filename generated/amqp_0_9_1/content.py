@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
-from .base import Buffer, Structure, structure
+from ..lazy_init import structure
+from .base import Buffer, Structure
 from .framing import TRAILER
 
 FRAMED_BY = ".shared"

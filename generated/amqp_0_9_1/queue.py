@@ -13,7 +13,8 @@ import dataclasses
 import struct
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure, structure
+from ..lazy_init import structure
+from .base import Buffer, Structure
 from .errors import DecodeError, _bad_length, _short_text, _truncated
 from .named import _decode_table, _encode_table
 

@@ -15,7 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from .base import Buffer, Structure, structure
+from ..lazy_init import structure
+from .base import Buffer, Structure
 from .basic import (
     BasicConsume,
     BasicConsumeOk,

@@ -2,9 +2,10 @@
 # Do not edit: change the spec, its overlay or templates/, then run `specgen generate`.
 """What every message and structure of this package shares, written once instead of per class.
 
-Each class is a `@structure`: a `@dataclass(slots=True)` whose `__init__` is compiled by its
-first instance, not at import (each compiled function costs about 30 µs, a fifth of a package's
-import); it is then the class's own and the one `@dataclass` would write. `repr`, `==` and
+Each class is a `@structure` (`specgen_codecs.lazy_init`): a `@dataclass(slots=True)` whose
+`__init__` is compiled by its first instance, not at import (each compiled function costs about
+30 µs, a fifth of a package's import); it is then the class's own and the one `@dataclass`
+would write. `repr`, `==` and
 `encode()` come from `Structure`, read off the class's dataclass fields as
 `@dataclass(repr=True, eq=True)` would write them.
 
@@ -22,7 +23,9 @@ import importlib
 import sys
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any
+
+from ..lazy_init import compile_init
 
 Buffer = bytes | memoryview
 """What a decoder reads: a frame's bytes in place, or one view of them."""
@@ -49,50 +52,6 @@ def _one(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     return lambda obj: tuple(getattr(obj, n) for n in names)
 
 
-_T = TypeVar("_T")
-
-
-@dataclass_transform(eq_default=True, field_specifiers=(dataclasses.field,))
-def structure(cls: type[_T]) -> type[_T]:
-    """`@dataclass(slots=True)` for a `Structure`, its `__init__` left to its first instance."""
-    return dataclasses.dataclass(slots=True, init=False, repr=False, eq=False)(cls)
-
-
-def _init_source(cls: type) -> tuple[str, dict[str, Any]]:
-    """The `__init__` @dataclass(init=True) would write for `cls`, and the names it reads; a
-    field with a default factory also takes None for "make one", as the decoders never pass."""
-    params: list[str] = []
-    body: list[str] = []
-    names: dict[str, Any] = {}
-    star = False
-    for f in dataclasses.fields(cls):
-        if f.kw_only and not star:
-            params.append("*")
-            star = True
-        if f.default_factory is not dataclasses.MISSING:
-            names[f"_make_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=None")
-            body.append(f"self.{f.name} = _make_{f.name}() if {f.name} is None else {f.name}")
-            continue
-        if f.default is not dataclasses.MISSING:
-            names[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
-        else:
-            params.append(f.name)
-        body.append(f"self.{f.name} = {f.name}")
-    lines = [f"def __init__(self, {', '.join(params)}):", *(f"    {b}" for b in body or ["pass"])]
-    return "\n".join(lines), names
-
-
-def _compile_init(cls: type) -> Callable[..., None]:
-    source, names = _init_source(cls)
-    exec(source, names)  # the same as @dataclass's own exec, once per class, on first use
-    init: Callable[..., None] = names["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    return init
-
-
 class Structure:
     """A message or structure: shown and compared by its fields, in their order."""
 
@@ -101,7 +60,7 @@ class Structure:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # the first instance of a class: compile its own __init__, which every later one calls
         cls = type(self)
-        init = _compile_init(cls)
+        init = compile_init(cls)
         type.__setattr__(cls, "__init__", init)
         init(self, *args, **kwargs)
 

@@ -625,7 +625,8 @@ OWN_STRUCTS = {"HEADER", OCTET}
 def _package_providers(plan: ModulePlan) -> dict[str, str]:
     """The package modules a fused package's shared code reads names from."""
     return {
-        **imports.provided(".base", ["Buffer", "Structure", "structure"]),
+        **imports.provided(".base", ["Buffer", "Structure"]),
+        "structure": "..lazy_init",
         **imports.provided(
             ".errors", [*_error_imports(plan), "_bad_count", "_bad_length", "_short_text"]
         ),

@@ -15,8 +15,9 @@ import struct
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
+from ...lazy_init import structure
 from .. import shared
-from ..base import Buffer, Structure, structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import HEADER_SIZE, TRAILER, TRAILER_SIZE
 from ..named import _decode_table, _encode_table

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
 
-from ..base import Buffer, Structure, structure
+from ...lazy_init import structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_length, _short_text, _truncated
 from ..framing import (
     HEADER_SIZE,

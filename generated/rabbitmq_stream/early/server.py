@@ -14,7 +14,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..base import Buffer, Structure, structure
+from ...lazy_init import structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import (
     Broker,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import struct
 from typing import ClassVar
 
-from ..base import Buffer, Structure, structure
+from ...lazy_init import structure
+from ..base import Buffer, Structure
 from ..errors import DecodeError, EncodeError, _bad_count, _bad_length, _truncated
 from .structures import (
     Argument,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from ..base import Structure, structure
+from ...lazy_init import structure
+from ..base import Structure
 from ..errors import DecodeError, EncodeError
 from ..records import compress, decompress, join, split
 
