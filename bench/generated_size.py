@@ -40,6 +40,7 @@ KINDS = {
     # the runtime every protocol shares, above the packages (issue 36)
     "arrow_columns",
     "automata",
+    "lazy_init",
 }
 
 
