@@ -81,6 +81,7 @@ def stamp(folder: Path) -> str:
     digest = hashlib.sha256(f"{mypy_version} {_abi()}".encode())
     digest.update(f"{_SKIP} {_SETUP} {_BUILD_EXT}".encode())  # what is compiled, and how
     steps = (
+        _after_preamble,
         structures_written_out,
         _init_param,
         hoist_classvars,
@@ -205,6 +206,17 @@ def hoist_classvars(source: str) -> str:
 _BUILTINS = {"int", "float", "str", "bytes", "bytearray", "dict", "list", "tuple", "set"}
 
 
+def _after_preamble(tree: ast.Module) -> int:
+    """The line after the module docstring and its `from __future__` imports: where an import
+    the staged copy needs goes."""
+    at = 0
+    for i, stmt in enumerate(tree.body):
+        docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        if docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            at = stmt.end_lineno or stmt.lineno
+    return at
+
+
 def builtin_subclasses_not_native(source: str) -> str:
     """mypyc rejects a compiled (native) class that subclasses a builtin type other than
     object and Exception ("Inheriting from most builtin types is unimplemented"): the AMQP value
@@ -230,14 +242,7 @@ def builtin_subclasses_not_native(source: str) -> str:
         return source
     for first, indent in sorted(marks, reverse=True):
         lines.insert(first, f"{indent}@mypyc_attr(native_class=False)\n")
-    # after the module docstring and `from __future__` imports
-    body = tree.body
-    at = 0
-    for i, stmt in enumerate(body):
-        docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-        if docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
-            at = stmt.end_lineno or stmt.lineno
-    lines.insert(at, "\nfrom mypy_extensions import mypyc_attr\n")
+    lines.insert(_after_preamble(tree), "\nfrom mypy_extensions import mypyc_attr\n")
     out = "".join(lines)
     ast.parse(out)
     return out
@@ -317,6 +322,7 @@ def structures_written_out(source: str) -> str:
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, str]] = []
+    classes = 0  # the @structure classes rewritten: they need `dataclass` imported
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "structure":
             for dec in node.decorator_list:
@@ -327,6 +333,7 @@ def structures_written_out(source: str) -> str:
         decs = [d for d in node.decorator_list if _decorator_name(d) == "structure"]
         if not decs:
             continue
+        classes += 1
         indent = " " * (node.col_offset + 4)
         params: list[str] = []
         stores: list[str] = []
@@ -350,21 +357,8 @@ def structures_written_out(source: str) -> str:
         return source
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         lines[start:end] = [text] if text else []
-    if not any(
-        _decorator_name(d) == "structure"
-        for n in ast.walk(tree)
-        if isinstance(n, ast.ClassDef)
-        for d in n.decorator_list
-    ):
-        out = "".join(lines)
-        ast.parse(out)
-        return out
-    at = 0
-    for i, stmt in enumerate(tree.body):
-        docstring = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-        if docstring or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
-            at = stmt.end_lineno or stmt.lineno
-    lines.insert(at, "\nfrom dataclasses import dataclass\n")
+    if classes:
+        lines.insert(_after_preamble(tree), "\nfrom dataclasses import dataclass\n")
     out = "".join(lines)
     ast.parse(out)
     return out

@@ -5,9 +5,8 @@
 Each class is a `@structure` (`specgen_codecs.lazy_init`): a `@dataclass(slots=True)` whose
 `__init__` is compiled by its first instance, not at import (each compiled function costs about
 30 µs, a fifth of a package's import); it is then the class's own and the one `@dataclass`
-would write. `repr`, `==` and
-`encode()` come from `Structure`, read off the class's dataclass fields as
-`@dataclass(repr=True, eq=True)` would write them.
+would write. `repr`, `==` and `encode()` come from `Structure`, read off the class's dataclass
+fields as `@dataclass(repr=True, eq=True)` would write them.
 
 A message's class says what it is in class constants: `COMMAND` (the spec's name for it),
 `IDENT` (its identity on the wire) and each header field that identity fixes, `KIND`

@@ -109,7 +109,8 @@ class Fixed:
 
 
 OCTET = "_OCTET"
-"""The framing module's struct of one unsigned octet, which every one-octet run packs with."""
+"""The struct of one unsigned octet that every one-octet run packs with (each module using it
+defines its own: `python_codec.OWN_STRUCTS`)."""
 
 
 @dataclass
@@ -925,8 +926,8 @@ class Planner:
         if not run.items:
             steps.extend(run.post)
             return
-        # one octet packs with the package's one struct for it (`framing._OCTET`), not a
-        # constant of its own per field (0-9-1's properties had thirteen alike)
+        # one octet packs with its module's one struct for it (OCTET), not a constant of its
+        # own per field (0-9-1's properties had thirteen alike)
         run.const = OCTET if run.byte else f"_{snake(self.owner).upper()}_{len(self.runs)}"
         self.runs.append(run)
         steps.append(run)

@@ -1175,6 +1175,13 @@ def _framed(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, Any] |
     return {"args": args}
 
 
+def _length_of_body(frame: FramePlan) -> str:
+    """The frame header's length field for a frame whose body is `body`."""
+    extra = frame.size + frame.trailer_size - frame.adjust
+    sign = "+" if extra > 0 else "-"
+    return "len(body)" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+
+
 def _framer(frame: FramePlan) -> dict[str, Any] | None:
     """The module's one frame-encoder factory (`_framer.j2`) of its messages that are not one
     fixed pack: the header packed before the body's parts, the length worked out from the parts,
@@ -1182,9 +1189,7 @@ def _framer(frame: FramePlan) -> dict[str, Any] | None:
     the length may need the wide header (`encode` frames every message itself)."""
     if frame.escape is not None:
         return None
-    extra = frame.size + frame.trailer_size - frame.adjust
-    sign = "+" if extra > 0 else "-"
-    length = "len(body)" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
+    length = _length_of_body(frame)
     head: list[str] = []
     params: list[str] = []
     for h in frame.header:
@@ -1225,19 +1230,16 @@ def _whole_frame(m: MessagePlan, frame: FramePlan, aliased: bool) -> dict[str, A
     content body) frames that field as it is: the header packed before it, the trailer after,
     in one join, with no parts list and no body encoder call. None for any other, and where
     the length may need the wide header."""
-    if aliased or m.body_key or frame.escape is not None or not _ends_on_rest(m):
-        return None
-    fields = [s for s in m.steps if not (isinstance(s, Build) and s.local == "msg")]
-    if len(fields) != 1:
+    fields = _fields(m)
+    if aliased or m.body_key or frame.escape is not None or len(fields) != 1:
         return None
     blob = fields[0]
+    if not _ends_on_rest(m):
+        return None
     assert isinstance(blob, BlobStep)
-    extra = frame.size + frame.trailer_size - frame.adjust
-    sign = "+" if extra > 0 else "-"
-    length = "len(body)" + (f" {sign} {pytext.number(abs(extra))}" if extra else "")
     return {
         "expr": Code(blob.expr),
-        "head": _header_values(m, frame, Code(length)),
+        "head": _header_values(m, frame, Code(_length_of_body(frame))),
         "trailer": bool(frame.trailer),
     }
 
@@ -1407,10 +1409,15 @@ def _message_view(m: MessagePlan, plan: ModulePlan) -> dict[str, Any]:
     }
 
 
+def _fields(m: MessagePlan) -> list[object]:
+    """The message's decode steps but the one that builds it."""
+    return [s for s in m.steps if not (isinstance(s, Build) and s.local == "msg")]
+
+
 def _ends_on_rest(m: MessagePlan) -> bool:
     """Whether the message's last field takes the rest of the body (bytes with no length): its
     decoder ends with that field, with nothing after it left to refuse."""
-    fields = [s for s in m.steps if not (isinstance(s, Build) and s.local == "msg")]
+    fields = _fields(m)
     last = fields[-1] if fields else None
     return isinstance(last, BlobStep) and not last.len_local and last.limit == "end"
 
